@@ -1,0 +1,6 @@
+#include <cstdio>
+
+int main() {
+  std::puts("dtrain: under construction");
+  return 0;
+}

@@ -1,0 +1,146 @@
+// The kernel interface. Every operation on tensor data goes through the Backend registered for
+// the tensor's device, so ops, layers and optimizers never name a device or a library.
+//
+// CPU has two backends: the reference backend (naive loops, f32 and f64, plain layout; the
+// ground truth that tests compare against and that double-precision gradient checks run on) and
+// the fast backend (oneDNN and BLAS, f32, plain and nChw16c). `dispatch` picks the reference
+// backend for f64 tensors or inside a ReferenceKernelsScope, the fast one otherwise. A CUDA
+// backend registers itself for DeviceType::kCUDA.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "tensor/tensor.h"
+
+namespace dtrain {
+
+struct Conv2dGeometry {
+  std::int64_t stride_h = 1, stride_w = 1;
+  std::int64_t pad_h = 0, pad_w = 0;
+};
+
+enum class PoolKind : std::uint8_t { kMax, kAvg };
+
+// Average pooling counts padded elements in the divisor (PyTorch's count_include_pad=True).
+struct Pool2dGeometry {
+  std::int64_t kernel_h = 2, kernel_w = 2;
+  std::int64_t stride_h = 2, stride_w = 2;
+  std::int64_t pad_h = 0, pad_w = 0;
+};
+
+struct PoolForward {
+  Tensor y;
+  Tensor workspace;  // backend-specific (argmax of max pooling); may be undefined
+};
+
+struct BatchNormForward {
+  Tensor y;
+  Tensor mean;  // [C] batch mean
+  Tensor var;   // [C] biased batch variance
+};
+
+struct BatchNormGrads {
+  Tensor dx, dgamma, dbeta;
+};
+
+struct WeightGrads {
+  Tensor dw;
+  Tensor db;  // undefined when the layer has no bias
+};
+
+struct SgdHyper {
+  double lr = 0.01, momentum = 0.9, weight_decay = 0.0;
+  bool nesterov = false;
+};
+struct RmspropHyper {
+  double lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0.0;
+};
+struct AdamHyper {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
+  std::int64_t step = 1;  // 1-based, for bias correction
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+
+  // --- memory and elementwise (any layout; operands share shape and layout) ---
+  virtual void fill(Tensor& t, double value) = 0;
+  // dst = src, converting dtype and layout (same shape).
+  virtual void copy(const Tensor& src, Tensor& dst) = 0;
+  virtual Tensor add(const Tensor& a, const Tensor& b) = 0;
+  virtual void axpy(double alpha, const Tensor& x, Tensor& y) = 0;  // y += alpha * x
+  virtual void scale(Tensor& t, double alpha) = 0;                  // t *= alpha
+  virtual Tensor mul(const Tensor& a, const Tensor& b) = 0;
+  virtual Tensor relu_forward(const Tensor& x) = 0;
+  virtual Tensor relu_backward(const Tensor& y, const Tensor& dy) = 0;  // dy * (y > 0)
+  // Keep-mask with values 0 or 1/keep_prob, from a counter-based generator: element i's value
+  // depends only on (seed, i), so masks are reproducible and independent of threading.
+  virtual Tensor dropout_mask(const Shape& shape, double keep_prob, std::uint64_t seed) = 0;
+  virtual double sum(const Tensor& x) = 0;
+  virtual double sum_of_squares(const Tensor& x) = 0;
+  virtual bool all_finite(const Tensor& x) = 0;
+
+  // --- linear: y[N, O] = x[N, I] w[O, I]^T + b[O] (plain) ---
+  virtual Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor* b) = 0;
+  virtual Tensor linear_backward_data(const Tensor& dy, const Tensor& w) = 0;
+  virtual WeightGrads linear_backward_weights(const Tensor& dy, const Tensor& x, bool with_bias) = 0;
+
+  // --- 2-D convolution: x [N, C, H, W], w [O, C, KH, KW] (plain), b [O] ---
+  virtual Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dGeometry& g) = 0;
+  // dx in the layout `x_layout` (the layout x had in the forward pass).
+  virtual Tensor conv2d_backward_data(const Tensor& dy, const Tensor& w, const Shape& x_shape, Layout x_layout,
+                                      const Conv2dGeometry& g) = 0;
+  virtual WeightGrads conv2d_backward_weights(const Tensor& dy, const Tensor& x, const Shape& w_shape, bool with_bias,
+                                              const Conv2dGeometry& g) = 0;
+
+  // --- pooling: x [N, C, H, W] ---
+  virtual PoolForward pool2d_forward(const Tensor& x, PoolKind kind, const Pool2dGeometry& g) = 0;
+  virtual Tensor pool2d_backward(const Tensor& dy, const Tensor& x, const PoolForward& fwd, PoolKind kind,
+                                 const Pool2dGeometry& g) = 0;
+
+  // --- batch normalisation over (N, H, W) per channel: x [N, C, H, W] or [N, C] ---
+  virtual BatchNormForward batch_norm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                                       double eps) = 0;
+  virtual Tensor batch_norm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                              const Tensor& mean, const Tensor& var, double eps) = 0;
+  virtual BatchNormGrads batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                             const Tensor& mean, const Tensor& var, double eps) = 0;
+
+  // --- softmax cross-entropy, mean over the batch: logits [N, K] (plain), labels i32 [N] ---
+  // Returns the loss as a one-element tensor; `probs` receives softmax(logits).
+  virtual Tensor softmax_cross_entropy_forward(const Tensor& logits, const Tensor& labels, Tensor& probs) = 0;
+  // d loss / d logits = (probs - onehot(labels)) * dloss / N
+  virtual Tensor softmax_cross_entropy_backward(const Tensor& probs, const Tensor& labels, double dloss) = 0;
+  virtual std::int64_t count_correct(const Tensor& logits, const Tensor& labels) = 0;
+
+  // --- optimizer updates, in place (w, state and g share shape and layout) ---
+  // g' = g + wd*w;  v = mu*v - lr*g';  w += v          (Nesterov: w += mu*v - lr*g')
+  virtual void sgd_update(Tensor& w, const Tensor& g, Tensor& v, const SgdHyper& h) = 0;
+  // g' = g + wd*w;  s = alpha*s + (1-alpha)*g'^2;  w -= lr * g' / (sqrt(s) + eps)
+  virtual void rmsprop_update(Tensor& w, const Tensor& g, Tensor& s, const RmspropHyper& h) = 0;
+  // Kingma & Ba: m = b1*m + (1-b1)*g'; v = b2*v + (1-b2)*g'^2; w -= lr * m^ / (sqrt(v^) + eps)
+  virtual void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const AdamHyper& h) = 0;
+};
+
+Backend& reference_backend();
+Backend& dispatch(const Tensor& t);
+Backend& dispatch(Device device, DType dtype);
+// Registers the backend for a device type (the CPU fast backend registers itself).
+void register_backend(DeviceType type, Backend* backend);
+
+// While alive, CPU kernels on this thread run on the reference backend.
+class ReferenceKernelsScope {
+ public:
+  ReferenceKernelsScope();
+  ~ReferenceKernelsScope();
+  ReferenceKernelsScope(const ReferenceKernelsScope&) = delete;
+  ReferenceKernelsScope& operator=(const ReferenceKernelsScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
+}  // namespace dtrain

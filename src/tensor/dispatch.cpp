@@ -1,0 +1,35 @@
+#include <array>
+
+#include "tensor/backend.h"
+#include "tensor/kernels/cpu/cpu_backend.h"
+
+namespace dtrain {
+namespace {
+
+thread_local bool force_reference = false;
+
+std::array<Backend*, 2>& registry() {
+  static std::array<Backend*, 2> backends{};
+  return backends;
+}
+
+}  // namespace
+
+void register_backend(DeviceType type, Backend* backend) { registry()[static_cast<std::size_t>(type)] = backend; }
+
+Backend& dispatch(Device device, DType dtype) {
+  if (device.type == DeviceType::kCPU && (force_reference || dtype == DType::kF64)) return reference_backend();
+  Backend* b = registry()[static_cast<std::size_t>(device.type)];
+  if (b == nullptr) {
+    if (device.type == DeviceType::kCPU) return cpu_backend();
+    throw InputError(fmt::format("no kernels for device {} in this build", device.str()));
+  }
+  return *b;
+}
+
+Backend& dispatch(const Tensor& t) { return dispatch(t.device(), t.dtype()); }
+
+ReferenceKernelsScope::ReferenceKernelsScope() : previous_(force_reference) { force_reference = true; }
+ReferenceKernelsScope::~ReferenceKernelsScope() { force_reference = previous_; }
+
+}  // namespace dtrain
