@@ -1,0 +1,49 @@
+#include "autograd/ops/elementwise.h"
+
+#include "tensor/backend.h"
+
+namespace dtrain::ops {
+
+Variable add(const Variable& a, const Variable& b) {
+  check_same_shape(a.data(), b.data(), "add");
+  Tensor y = dispatch(a.data()).add(a.data(), b.data());
+  return Variable::from_op(std::move(y), "add", {a, b}, [](const Tensor& g) { return std::vector<Tensor>{g, g}; });
+}
+
+Variable mul(const Variable& a, const Variable& b) {
+  check_same_shape(a.data(), b.data(), "mul");
+  Tensor y = dispatch(a.data()).mul(a.data(), b.data());
+  return Variable::from_op(std::move(y), "mul", {a, b}, [ta = a.data(), tb = b.data()](const Tensor& g) {
+    return std::vector<Tensor>{dispatch(g).mul(g, tb.to_layout(g.layout())), dispatch(g).mul(g, ta.to_layout(g.layout()))};
+  });
+}
+
+Variable scale(const Variable& x, double alpha) {
+  Tensor y = x.data().clone();
+  dispatch(y).scale(y, alpha);
+  return Variable::from_op(std::move(y), "scale", {x}, [alpha](const Tensor& g) {
+    Tensor d = g.clone();
+    dispatch(d).scale(d, alpha);
+    return std::vector<Tensor>{d};
+  });
+}
+
+Variable relu(const Variable& x) {
+  Tensor y = dispatch(x.data()).relu_forward(x.data());
+  return Variable::from_op(y, "relu", {x}, [y](const Tensor& g) {
+    return std::vector<Tensor>{dispatch(g).relu_backward(y, g)};
+  });
+}
+
+Variable dropout(const Variable& x, double p, std::uint64_t seed) {
+  if (p < 0 || p >= 1) throw InputError(fmt::format("dropout probability must be in [0, 1), got {}", p));
+  if (p == 0) return x;
+  Tensor mask =
+      dispatch(x.data()).dropout_mask(x.shape(), 1 - p, seed).to(x.data().dtype()).to_layout(x.data().layout());
+  Tensor y = dispatch(x.data()).mul(x.data(), mask);
+  return Variable::from_op(std::move(y), "dropout", {x}, [mask](const Tensor& g) {
+    return std::vector<Tensor>{dispatch(g).mul(g, mask.to_layout(g.layout()))};
+  });
+}
+
+}  // namespace dtrain::ops

@@ -1,0 +1,34 @@
+#include "autograd/ops/linear.h"
+
+#include "tensor/backend.h"
+
+namespace dtrain::ops {
+
+// dx = dy W,  dW = dy^T x,  db = sum over the batch of dy.
+Variable linear(const Variable& x, const Variable& w, const Variable& b) {
+  if (x.data().dim() != 2 || w.data().dim() != 2 || x.shape()[1] != w.shape()[1]) {
+    throw ShapeError(fmt::format("linear: input {} does not fit weight {} (need [N, {}])", x.shape(), w.shape(),
+                                 w.data().dim() == 2 ? w.shape()[1] : -1));
+  }
+  const bool has_bias = b.defined();
+  if (has_bias && (b.data().dim() != 1 || b.shape()[0] != w.shape()[0])) {
+    throw ShapeError(fmt::format("linear: bias {} does not fit weight {}", b.shape(), w.shape()));
+  }
+  Backend& be = dispatch(x.data());
+  Tensor y = be.linear_forward(x.data(), w.data(), has_bias ? &b.data() : nullptr);
+  std::vector<Variable> inputs{x, w};
+  if (has_bias) inputs.push_back(b);
+  const bool need_dx = x.requires_grad();
+  return Variable::from_op(std::move(y), "linear", inputs,
+                           [xt = x.data(), wt = w.data(), has_bias, need_dx](const Tensor& g) {
+                             Backend& bk = dispatch(g);
+                             std::vector<Tensor> grads;
+                             grads.push_back(need_dx ? bk.linear_backward_data(g, wt) : Tensor());
+                             WeightGrads wg = bk.linear_backward_weights(g, xt, has_bias);
+                             grads.push_back(std::move(wg.dw));
+                             if (has_bias) grads.push_back(std::move(wg.db));
+                             return grads;
+                           });
+}
+
+}  // namespace dtrain::ops

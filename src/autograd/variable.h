@@ -1,0 +1,106 @@
+// Define-by-run automatic differentiation. Every op applied to Variables that require gradients
+// records a Node holding its backward function; the graph is exactly the computation that ran.
+// backward() walks it in reverse topological order, accumulates gradients into the leaves
+// (parameters), and fires each leaf's grad-ready hooks the moment its gradient is final, which
+// is what lets the data-parallel bucketer start an allreduce while backward is still running.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace dtrain {
+
+struct Node;
+class Variable;
+
+using GradReadyHook = std::function<void(Variable&)>;
+
+struct VariableImpl {
+  Tensor data;
+  Tensor grad;  // undefined until a backward pass reaches this leaf
+  bool requires_grad = false;
+  std::shared_ptr<Node> grad_fn;  // the op that produced this variable; null for leaves
+  std::string name;
+  std::vector<GradReadyHook> grad_ready_hooks;
+};
+
+// Where a gradient flows: into an op's node, or into a leaf variable.
+struct Edge {
+  std::shared_ptr<Node> node;
+  std::shared_ptr<VariableImpl> leaf;
+  bool defined() const { return node != nullptr || leaf != nullptr; }
+};
+
+// Maps the gradient of the node's output to gradients of its inputs (one per edge; an undefined
+// Tensor means no gradient for that input).
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+
+struct Node {
+  std::string name;  // op name, for traces and error messages
+  std::vector<Edge> edges;
+  BackwardFn backward;
+};
+
+class Variable {
+ public:
+  Variable() = default;
+  explicit Variable(Tensor data, bool requires_grad = false, std::string name = {});
+  explicit Variable(std::shared_ptr<VariableImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  const Tensor& data() const { return impl_->data; }
+  Tensor& data() { return impl_->data; }
+  const Tensor& grad() const { return impl_->grad; }
+  void set_grad(Tensor g) { impl_->grad = std::move(g); }
+  // Drops the gradient (the next backward pass assigns instead of accumulating).
+  void zero_grad() { impl_->grad = Tensor(); }
+  bool requires_grad() const { return impl_ && impl_->requires_grad; }
+  bool is_leaf() const { return impl_->grad_fn == nullptr; }
+  const Shape& shape() const { return impl_->data.shape(); }
+  const std::string& name() const { return impl_->name; }
+  const std::shared_ptr<Node>& grad_fn() const { return impl_->grad_fn; }
+  const std::shared_ptr<VariableImpl>& impl() const { return impl_; }
+
+  // Called during backward when this leaf's gradient for the pass is complete.
+  void add_grad_ready_hook(GradReadyHook hook);
+  void clear_grad_ready_hooks() { impl_->grad_ready_hooks.clear(); }
+
+  // Backpropagates from this variable; a one-element variable is seeded with 1.
+  void backward();
+  void backward(const Tensor& seed);
+
+  // A new variable produced by an op: records the node when gradients are enabled and some
+  // input requires them.
+  static Variable from_op(Tensor data, std::string op, const std::vector<Variable>& inputs, BackwardFn backward);
+
+ private:
+  std::shared_ptr<VariableImpl> impl_;
+};
+
+// Gradient recording is on by default; NoGradGuard turns it off on this thread (evaluation).
+bool grad_enabled();
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Observes the backward pass op by op (per-layer timing, traces). Installed per thread.
+class BackwardObserver {
+ public:
+  virtual ~BackwardObserver() = default;
+  virtual void node_begin(const Node& node) = 0;
+  virtual void node_end(const Node& node) = 0;
+};
+void set_backward_observer(BackwardObserver* observer);
+
+}  // namespace dtrain

@@ -1,0 +1,17 @@
+// Parameter initialisation with PyTorch's defaults for each layer kind, from an explicit Rng.
+#pragma once
+
+#include <cstdint>
+
+#include "core/random.h"
+#include "tensor/tensor.h"
+
+namespace dtrain::init {
+
+// U(-bound, bound) with bound = 1/sqrt(fan_in): PyTorch's kaiming_uniform(a = sqrt(5)) for
+// weights and its bias rule for Linear and Conv2d.
+Tensor uniform_fan_in(const Shape& shape, std::int64_t fan_in, Rng& rng);
+// N(0, sqrt(2 / fan_out)): He et al. 2015 for ReLU networks (torchvision's ResNet conv init).
+Tensor kaiming_normal_fan_out(const Shape& shape, std::int64_t fan_out, Rng& rng);
+
+}  // namespace dtrain::init

@@ -1,0 +1,21 @@
+// A chain of modules, named "0", "1", ... as in PyTorch's nn.Sequential.
+#pragma once
+
+#include "nn/module.h"
+
+namespace dtrain {
+
+class Sequential : public Module {
+ public:
+  Sequential() : Module("sequential") {}
+  Sequential& add(std::shared_ptr<Module> m);
+  // Named child (the reference models name their layers, e.g. "c1", "f1").
+  Sequential& add(std::string name, std::shared_ptr<Module> m);
+  Variable forward(const Variable& x) override;
+  std::size_t size() const { return layers_.size(); }
+
+ private:
+  std::vector<std::shared_ptr<Module>> layers_;
+};
+
+}  // namespace dtrain

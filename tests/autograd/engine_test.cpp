@@ -1,0 +1,87 @@
+#include <gtest/gtest.h>
+
+#include "autograd/ops.h"
+#include "test_util.h"
+
+namespace dtrain {
+namespace {
+
+using testing::random_var;
+
+TEST(Engine, GradientAccumulatesAcrossBackwardPasses) {
+  Variable w(Tensor::from_vector(std::vector<double>{1, 2}, {2}), true);
+  Variable x(Tensor::from_vector(std::vector<double>{3, 4}, {2}), false);
+  auto loss = [&] { return ops::reshape(ops::linear(ops::reshape(x, {1, 2}), ops::reshape(w, {1, 2}), Variable()), {1}); };
+  loss().backward();
+  EXPECT_EQ(w.grad().to_vector_f64(), (std::vector<double>{3, 4}));
+  loss().backward();
+  EXPECT_EQ(w.grad().to_vector_f64(), (std::vector<double>{6, 8}));
+  w.zero_grad();
+  EXPECT_FALSE(w.grad().defined());
+}
+
+TEST(Engine, GradReadyHookFiresOnceWithTheFinalGradient) {
+  Variable a = random_var({3}, 1);
+  Variable b = random_var({3}, 2);
+  std::vector<std::string> fired;
+  std::vector<double> seen;
+  a.add_grad_ready_hook([&](Variable& v) {
+    fired.push_back("a");
+    seen = v.grad().to_vector_f64();
+  });
+  b.add_grad_ready_hook([&](Variable&) { fired.push_back("b"); });
+  // a is used twice (through two paths); its hook must wait for both contributions.
+  Variable y = ops::add(ops::mul(a, b), ops::scale(a, 3.0));
+  y.backward(Tensor::full({3}, 1.0, DType::kF64));
+  ASSERT_EQ(fired.size(), 2u);
+  const std::vector<double> bv = b.data().to_vector_f64();
+  for (int i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(seen[i], bv[i] + 3.0);
+}
+
+TEST(Engine, HooksOfLateLayersFireBeforeEarlyOnes) {
+  // In a chain, the last layer's weight gradient is final first: the order a bucketer relies on.
+  Variable x = random_var({2, 4}, 3, -1, 1, false);
+  Variable w1 = random_var({4, 4}, 4), w2 = random_var({4, 4}, 5), w3 = random_var({2, 4}, 6);
+  std::vector<int> order;
+  w1.add_grad_ready_hook([&](Variable&) { order.push_back(1); });
+  w2.add_grad_ready_hook([&](Variable&) { order.push_back(2); });
+  w3.add_grad_ready_hook([&](Variable&) { order.push_back(3); });
+  Variable y = ops::linear(ops::relu(ops::linear(ops::relu(ops::linear(x, w1, Variable())), w2, Variable())), w3,
+                           Variable());
+  ops::softmax_cross_entropy(y, Tensor::from_labels({0, 1})).backward();
+  EXPECT_EQ(order, (std::vector<int>{3, 2, 1}));
+}
+
+TEST(Engine, NoGradRecordsNothing) {
+  Variable w = random_var({2, 2}, 7);
+  NoGradGuard guard;
+  Variable y = ops::relu(w);
+  EXPECT_FALSE(y.requires_grad());
+}
+
+TEST(Engine, SecondBackwardThroughFreedGraphIsAClearError) {
+  Variable w = random_var({2}, 8);
+  Variable y = ops::reshape(ops::mul(w, w), {2});
+  y.backward(Tensor::full({2}, 1.0, DType::kF64));
+  try {
+    y.backward(Tensor::full({2}, 1.0, DType::kF64));
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("second time"), std::string::npos);
+  }
+}
+
+TEST(Engine, ShapeMismatchNamesBothShapes) {
+  Variable a = random_var({2, 3}, 9), b = random_var({3, 2}, 10);
+  try {
+    ops::add(a, b);
+    FAIL();
+  } catch (const ShapeError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("[2, 3]"), std::string::npos) << m;
+    EXPECT_NE(m.find("[3, 2]"), std::string::npos) << m;
+  }
+}
+
+}  // namespace
+}  // namespace dtrain
