@@ -1,0 +1,76 @@
+#include "optim/optimizer.h"
+
+#include "optim/adam.h"
+#include "optim/rmsprop.h"
+#include "optim/sgd.h"
+
+namespace dtrain {
+
+Optimizer::Optimizer(std::vector<Variable> params, double lr) : params_(std::move(params)), lr_(lr) {
+  if (!(lr >= 0)) throw InputError(fmt::format("learning rate must be >= 0, got {}", lr));
+}
+
+void Optimizer::step() {
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    Variable& p = params_[i];
+    if (!p.grad().defined()) continue;
+    check_same_shape(p.grad(), p.data(), "optimizer step (gradient vs parameter)");
+    update(i, p.data(), p.grad());
+  }
+  ++steps_;
+}
+
+void Optimizer::zero_grad() {
+  for (Variable& p : params_) p.zero_grad();
+}
+
+Tensor& Optimizer::slot(std::size_t slot_index, std::size_t param_index) {
+  if (slots_.empty()) slots_.resize(slot_names().size(), std::vector<Tensor>(params_.size()));
+  Tensor& t = slots_[slot_index][param_index];
+  if (!t.defined()) t = Tensor::zeros_like(params_[param_index].data());
+  return t;
+}
+
+void Optimizer::ensure_state() {
+  for (std::size_t s = 0; s < slot_names().size(); ++s) {
+    for (std::size_t i = 0; i < params_.size(); ++i) slot(s, i);
+  }
+}
+
+std::vector<std::pair<std::string, Tensor>> Optimizer::state() {
+  ensure_state();
+  std::vector<std::pair<std::string, Tensor>> out;
+  const auto names = slot_names();
+  for (std::size_t s = 0; s < names.size(); ++s) {
+    for (std::size_t i = 0; i < params_.size(); ++i) out.emplace_back(fmt::format("{}.{}", names[s], i), slots_[s][i]);
+  }
+  return out;
+}
+
+const std::vector<std::string>& optimizer_names() {
+  static const std::vector<std::string> names{"sgd", "rmsprop", "adam"};
+  return names;
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<Variable> params) {
+  if (c.weight_decay < 0) throw InputError(fmt::format("--weight-decay must be >= 0, got {}", c.weight_decay));
+  if (c.name == "sgd") {
+    if (c.momentum < 0 || c.momentum >= 1) throw InputError(fmt::format("--momentum must be in [0, 1), got {}", c.momentum));
+    return std::make_unique<Sgd>(std::move(params), SgdHyper{c.lr, c.momentum, c.weight_decay, c.nesterov});
+  }
+  if (c.name == "rmsprop") {
+    return std::make_unique<Rmsprop>(std::move(params), RmspropHyper{c.lr, c.alpha, c.eps, c.weight_decay});
+  }
+  if (c.name == "adam") {
+    AdamHyper h;
+    h.lr = c.lr;
+    h.beta1 = c.beta1;
+    h.beta2 = c.beta2;
+    h.eps = c.eps;
+    h.weight_decay = c.weight_decay;
+    return std::make_unique<Adam>(std::move(params), h);
+  }
+  throw InputError(fmt::format("unknown optimizer '{}'; valid: {}", c.name, fmt::join(optimizer_names(), ", ")));
+}
+
+}  // namespace dtrain

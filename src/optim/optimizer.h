@@ -1,0 +1,64 @@
+// Optimizers update parameters in place from their gradients; the arithmetic of each update is a
+// backend kernel (tensor/backend.h), so it runs wherever the parameters live.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/variable.h"
+
+namespace dtrain {
+
+class Optimizer {
+ public:
+  Optimizer(std::vector<Variable> params, double lr);
+  virtual ~Optimizer() = default;
+
+  // One update of every parameter that has a gradient.
+  void step();
+  void zero_grad();
+  double lr() const { return lr_; }
+  void set_lr(double lr) { lr_ = lr; }
+  std::int64_t steps() const { return steps_; }
+  void set_steps(std::int64_t steps) { steps_ = steps; }
+  const std::vector<Variable>& params() const { return params_; }
+  virtual std::string name() const = 0;
+
+  // Per-parameter state tensors by name ("momentum.3" = momentum of parameter 3), for
+  // checkpoints; allocated on first use, so call after one step or after ensure_state().
+  std::vector<std::pair<std::string, Tensor>> state();
+  void ensure_state();
+
+ protected:
+  // Updates parameter i (its gradient is defined).
+  virtual void update(std::size_t i, Tensor& w, const Tensor& g) = 0;
+  // Names of the state slots each parameter has ("momentum"; Adam: "m", "v").
+  virtual std::vector<std::string> slot_names() const = 0;
+  Tensor& slot(std::size_t slot_index, std::size_t param_index);
+
+ private:
+  std::vector<Variable> params_;
+  double lr_;
+  std::int64_t steps_ = 0;
+  std::vector<std::vector<Tensor>> slots_;  // [slot][param]
+};
+
+struct OptimizerConfig {
+  std::string name = "sgd";  // sgd | rmsprop | adam
+  double lr = 0.05;
+  double momentum = 0.9;      // sgd
+  bool nesterov = false;      // sgd
+  double weight_decay = 0.0;
+  double alpha = 0.99;        // rmsprop decay
+  double beta1 = 0.9, beta2 = 0.999;
+  double eps = 1e-8;
+};
+
+// Throws InputError listing the valid names for an unknown optimizer.
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config, std::vector<Variable> params);
+const std::vector<std::string>& optimizer_names();
+
+}  // namespace dtrain

@@ -1,0 +1,26 @@
+// RMSprop (Tieleman & Hinton 2012): s = alpha*s + (1-alpha)*g^2; w -= lr*g / (sqrt(s) + eps).
+#pragma once
+
+#include "optim/optimizer.h"
+#include "tensor/backend.h"
+
+namespace dtrain {
+
+class Rmsprop : public Optimizer {
+ public:
+  Rmsprop(std::vector<Variable> params, const RmspropHyper& h) : Optimizer(std::move(params), h.lr), hyper_(h) {}
+  std::string name() const override { return "rmsprop"; }
+
+ protected:
+  void update(std::size_t i, Tensor& w, const Tensor& g) override {
+    RmspropHyper h = hyper_;
+    h.lr = lr();
+    dispatch(w).rmsprop_update(w, g, slot(0, i), h);
+  }
+  std::vector<std::string> slot_names() const override { return {"square_avg"}; }
+
+ private:
+  RmspropHyper hyper_;
+};
+
+}  // namespace dtrain
