@@ -1,0 +1,93 @@
+// `dtrain bench`: throughput benchmarks whose output the comparison scripts read.
+#include <fmt/format.h>
+
+#include "apps/dtrain/commands.h"
+#include "apps/dtrain/process_stats.h"
+#include "autograd/ops.h"
+#include "core/threads.h"
+#include "core/timer.h"
+#include "nn/models/models.h"
+#include "nn/summary.h"
+#include "optim/optimizer.h"
+#include "tensor/allocator.h"
+
+namespace dtrain::cli {
+namespace {
+
+// Peak fp32 rate of one core of the development machine (AVX-512: two 16-wide FMA pipes at
+// ~3.05 GHz, measured 195-199 GFLOP/s by shared/peers/sgemm_peak.c).
+constexpr double kCorePeakGflops = 197.0;
+
+struct BenchTrainOptions {
+  std::string model = "lenet";
+  std::int64_t batch = 64;
+  int threads = 1;
+  int steps = 50;
+  int warmup = 3;
+  std::uint64_t seed = 0;
+};
+
+int bench_train(const BenchTrainOptions& o) {
+  set_num_threads(o.threads);
+  const bool cifar = o.model.rfind("resnet", 0) == 0;
+  // Same inputs as the PyTorch peer (shared/peers/torch_train.py): resnets see 3x32x32 images.
+  const ModelInput in = cifar ? ModelInput{3, 32, 32, 10} : ModelInput{1, 28, 28, 10};
+  Rng rng(o.seed);
+  auto model = make_model(o.model, in, rng);
+  const ModelCost cost = total_cost(summarize(*model, Shape{in.channels, in.height, in.width}));
+  OptimizerConfig oc;
+  auto opt = make_optimizer(oc, model->parameters());
+
+  std::vector<float> xv(static_cast<std::size_t>(o.batch * in.channels * in.height * in.width));
+  for (float& v : xv) v = static_cast<float>(rng.uniform(0, 1));
+  std::vector<std::int32_t> yv(static_cast<std::size_t>(o.batch));
+  for (auto& v : yv) v = static_cast<std::int32_t>(rng.next() % 10);
+  const Tensor x = Tensor::from_vector(xv, {o.batch, in.channels, in.height, in.width});
+  const Tensor y = Tensor::from_labels(yv);
+
+  auto step = [&] {
+    opt->zero_grad();
+    Variable loss = ops::softmax_cross_entropy((*model)(Variable(x)), y);
+    loss.backward();
+    opt->step();
+  };
+  for (int i = 0; i < o.warmup; ++i) step();
+  const ProcessStats before = process_stats();
+  Stopwatch sw;
+  for (int i = 0; i < o.steps; ++i) step();
+  const double seconds = sw.seconds();
+  const ProcessStats after = process_stats();
+
+  const double samples_per_s = static_cast<double>(o.steps * o.batch) / seconds;
+  const double gflops = samples_per_s * (cost.forward_flops + cost.backward_flops) / 1e9;
+  const double peak = kCorePeakGflops * o.threads;
+  fmt::print(
+      "dtrain model={} batch={} threads={} steps={} samples_per_s={:.1f} step_ms={:.3f} gflops={:.1f} "
+      "peak_fraction={:.3f} train_mflop_per_sample={:.1f} peak_rss_mb={:.1f} minor_faults_per_step={:.1f} "
+      "blas={}\n",
+      o.model, o.batch, o.threads, o.steps, samples_per_s, 1e3 * seconds / o.steps, gflops, gflops / peak,
+      (cost.forward_flops + cost.backward_flops) / 1e6, after.peak_rss_mb,
+      static_cast<double>(after.minor_faults - before.minor_faults) / o.steps, openblas_build());
+  return 0;
+}
+
+}  // namespace
+
+Action register_bench(CLI::App& app) {
+  CLI::App* bench = app.add_subcommand("bench", "Measure throughput (prints one key=value line per run)");
+  bench->require_subcommand(1);
+  auto o = std::make_shared<BenchTrainOptions>();
+  CLI::App* train = bench->add_subcommand("train", "Training steps per second of one model on synthetic data");
+  train->add_option("--model", o->model, "Model: " + fmt::format("{}", fmt::join(model_names(), ", ")))
+      ->capture_default_str();
+  train->add_option("--batch", o->batch, "Samples per step")->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("--threads", o->threads, "Compute threads (OpenMP: oneDNN and OpenBLAS)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  train->add_option("--steps", o->steps, "Timed steps")->capture_default_str()->check(CLI::PositiveNumber);
+  train->add_option("--warmup", o->warmup, "Untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
+  train->add_option("--seed", o->seed, "Seed of parameters and data")->capture_default_str();
+  return [train, o]() { return train->parsed() ? bench_train(*o) : -1; };
+}
+
+}  // namespace dtrain::cli

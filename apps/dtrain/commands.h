@@ -1,0 +1,15 @@
+// Subcommands of the `dtrain` program. Each registers its flags on the parent and returns an
+// action that runs the subcommand if it was chosen (returning the exit code) and -1 otherwise.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace dtrain::cli {
+
+using Action = std::function<int()>;
+
+Action register_train(CLI::App& app);
+Action register_bench(CLI::App& app);
+
+}  // namespace dtrain::cli

@@ -1,0 +1,22 @@
+// Seconds spent per phase of a training step, as the metrics log and the performance model name
+// them: data (waiting for the loader), forward, backward, communication exposed after backward,
+// update.
+#pragma once
+
+namespace dtrain {
+
+struct PhaseTimes {
+  double data = 0, forward = 0, backward = 0, comm = 0, update = 0;
+
+  double total() const { return data + forward + backward + comm + update; }
+  PhaseTimes& operator+=(const PhaseTimes& o) {
+    data += o.data;
+    forward += o.forward;
+    backward += o.backward;
+    comm += o.comm;
+    update += o.update;
+    return *this;
+  }
+};
+
+}  // namespace dtrain

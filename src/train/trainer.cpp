@@ -1,0 +1,57 @@
+#include "train/trainer.h"
+
+#include "core/timer.h"
+
+namespace dtrain {
+
+Trainer::Trainer(Updater& updater, Optimizer& optimizer, const LrSchedule& schedule, const Dataset& train_data,
+                 const Sampler& sampler, TrainerOptions options)
+    : updater_(updater),
+      optimizer_(optimizer),
+      schedule_(schedule),
+      data_(train_data),
+      sampler_(sampler),
+      options_(std::move(options)) {}
+
+TrainerState Trainer::run() {
+  TrainerState s;
+  s.epochs = options_.epochs;
+  s.world_size = options_.world_size;
+  s.iterations_per_epoch = sampler_.batches_per_epoch();
+  s.epoch = options_.start_epoch;
+  s.iteration = options_.start_epoch * s.iterations_per_epoch;
+  s.start_time = now_seconds();
+  for (auto& e : extensions_) e->on_start(s);
+  for (; s.epoch < s.epochs; ++s.epoch) {
+    s.epoch_iteration = 0;
+    s.epoch_loss_sum = 0;
+    s.epoch_correct = s.epoch_samples = 0;
+    s.epoch_times = {};
+    s.last_eval.reset();
+    s.record = nlohmann::json::object();
+    Stopwatch epoch_clock;
+    Loader loader(data_, sampler_, s.epoch, options_.loader);
+    while (auto batch = loader.next()) {
+      const double progress =
+          static_cast<double>(s.epoch) + static_cast<double>(s.epoch_iteration) / static_cast<double>(s.iterations_per_epoch);
+      s.lr = schedule_.lr(progress);
+      optimizer_.set_lr(s.lr);
+      s.last = updater_.update(*batch, s.iteration);
+      s.last.times.data = loader.last_wait_seconds();
+      s.epoch_times += s.last.times;
+      s.epoch_loss_sum += s.last.loss;
+      s.epoch_correct += s.last.correct;
+      s.epoch_samples += s.last.samples;
+      ++s.epoch_iteration;
+      ++s.iteration;
+      for (auto& e : extensions_) e->on_iteration(s);
+    }
+    updater_.flush();
+    s.epoch_train_seconds = epoch_clock.seconds();
+    for (auto& e : extensions_) e->on_epoch_end(s);
+  }
+  for (auto& e : extensions_) e->on_finish(s);
+  return s;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,45 @@
+// An Updater performs one training step on one batch (Chainer's Updater). The trainer's loop is
+// the same for one process and for data-parallel training; only the updater differs.
+#pragma once
+
+#include <cstdint>
+
+#include "data/loader.h"
+#include "nn/module.h"
+#include "optim/optimizer.h"
+#include "train/phase_times.h"
+
+namespace dtrain {
+
+struct StepResult {
+  double loss = 0;
+  std::int64_t correct = 0;
+  std::int64_t samples = 0;
+  PhaseTimes times;  // forward, backward, comm, update (the trainer adds data)
+};
+
+class Updater {
+ public:
+  virtual ~Updater() = default;
+  // `iteration` is the global step number (0-based), for error messages and seeds.
+  virtual StepResult update(const Batch& batch, std::int64_t iteration) = 0;
+  // Work still in flight at the end of an epoch or of training (double buffering) is finished.
+  virtual void flush() {}
+};
+
+// Forward, softmax cross-entropy, backward, optimizer step. A loss that is NaN or infinite stops
+// training with a NumericError naming the step, before the parameters are touched.
+class StandardUpdater : public Updater {
+ public:
+  StandardUpdater(Module& model, Optimizer& optimizer) : model_(model), optimizer_(optimizer) {}
+  StepResult update(const Batch& batch, std::int64_t iteration) override;
+
+ protected:
+  // Forward and loss; returns the loss variable and fills result.loss/correct/samples/forward.
+  Variable forward_loss(const Batch& batch, std::int64_t iteration, StepResult& result);
+
+  Module& model_;
+  Optimizer& optimizer_;
+};
+
+}  // namespace dtrain
