@@ -1,7 +1,15 @@
 // The fast CPU backend: oneDNN primitives (convolution, pooling, batch norm; activations kept in
-// nChw16c), oneDNN's sgemm for linear layers, and OpenMP loops for elementwise work. Kernels it
-// does not override run on the reference implementation it derives from.
+// nChw16c), oneDNN's sgemm or OpenBLAS for linear layers (kernels/cpu/gemm.h), and OpenMP loops
+// for elementwise work. f32 only: other dtypes run on the reference implementation it derives
+// from.
+//
+// Layouts: 4-D kernels compute in nChw16c when the channel count is a multiple of 16 and in plain
+// layout otherwise (inputs in the other layout are reordered first). Convolution outputs are
+// nChw16c when O % 16 == 0; pooling, batch norm, relu and elementwise outputs keep their input's
+// layout. Weights, biases and their gradients are always plain.
 #pragma once
+
+#include <cstddef>
 
 #include "tensor/kernels/reference/reference_backend.h"
 
@@ -16,8 +24,48 @@ class CpuBackend : public ReferenceBackend {
   Tensor add(const Tensor& a, const Tensor& b) override;
   void axpy(double alpha, const Tensor& x, Tensor& y) override;
   void scale(Tensor& t, double alpha) override;
+  Tensor mul(const Tensor& a, const Tensor& b) override;
+  Tensor relu_forward(const Tensor& x) override;
+  Tensor relu_backward(const Tensor& y, const Tensor& dy) override;
+  Tensor dropout_mask(const Shape& shape, double keep_prob, std::uint64_t seed) override;
+  double sum(const Tensor& x) override;
+  double sum_of_squares(const Tensor& x) override;
+  bool all_finite(const Tensor& x) override;
+
+  Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor* b) override;
+  Tensor linear_backward_data(const Tensor& dy, const Tensor& w) override;
+  WeightGrads linear_backward_weights(const Tensor& dy, const Tensor& x, bool with_bias) override;
+
+  Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dGeometry& g) override;
+  Tensor conv2d_backward_data(const Tensor& dy, const Tensor& w, const Shape& x_shape, Layout x_layout,
+                              const Conv2dGeometry& g) override;
+  WeightGrads conv2d_backward_weights(const Tensor& dy, const Tensor& x, const Shape& w_shape, bool with_bias,
+                                      const Conv2dGeometry& g) override;
+
+  PoolForward pool2d_forward(const Tensor& x, PoolKind kind, const Pool2dGeometry& g) override;
+  Tensor pool2d_backward(const Tensor& dy, const Tensor& x, const PoolForward& fwd, PoolKind kind,
+                         const Pool2dGeometry& g) override;
+
+  BatchNormForward batch_norm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                               double eps) override;
+  Tensor batch_norm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean,
+                                      const Tensor& var, double eps) override;
+  BatchNormGrads batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                     const Tensor& var, double eps) override;
+
+  Tensor softmax_cross_entropy_forward(const Tensor& logits, const Tensor& labels, Tensor& probs) override;
+  Tensor softmax_cross_entropy_backward(const Tensor& probs, const Tensor& labels, double dloss) override;
+  std::int64_t count_correct(const Tensor& logits, const Tensor& labels) override;
+
+  void sgd_update(Tensor& w, const Tensor& g, Tensor& v, const SgdHyper& h) override;
+  void rmsprop_update(Tensor& w, const Tensor& g, Tensor& s, const RmspropHyper& h) override;
+  void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const AdamHyper& h) override;
 };
 
 Backend& cpu_backend();
+
+// Entries in the fast backend's oneDNN primitive cache, and how many were built (cache misses).
+std::size_t cpu_primitive_cache_size();
+std::size_t cpu_primitive_cache_misses();
 
 }  // namespace dtrain

@@ -1,5 +1,6 @@
 // Fast CPU elementwise kernels: contiguous loops the compiler vectorises, split over OpenMP
 // threads. Operands of equal layout are processed storage order, whatever the layout.
+#include <bit>
 #include <cstring>
 
 #include "tensor/kernels/cpu/cpu_backend.h"
@@ -10,6 +11,18 @@ namespace {
 
 bool is_f32(const Tensor& t) { return t.dtype() == DType::kF32; }
 
+// Loops below this many elements run on the calling thread (a parallel region costs ~1-5 us).
+constexpr std::int64_t kParallelMin = 1 << 16;
+
+// counter_uniform (reference_backend.h), inlined so the mask loop vectorises; must stay identical.
+inline double uniform_at(std::uint64_t seed, std::uint64_t index) {
+  std::uint64_t z = seed * 0x9e3779b97f4a7c15ull + index + 0x632be59bd9b4e019ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
 }  // namespace
 
 void CpuBackend::fill(Tensor& t, double value) {
@@ -17,7 +30,7 @@ void CpuBackend::fill(Tensor& t, double value) {
   float* p = t.data<float>();
   const float v = static_cast<float>(value);
   const std::int64_t n = t.numel();
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
   for (std::int64_t i = 0; i < n; ++i) p[i] = v;
 }
 
@@ -39,7 +52,7 @@ Tensor CpuBackend::add(const Tensor& a, const Tensor& b_in) {
   const float* y = b.data<float>();
   float* o = out.data<float>();
   const std::int64_t n = a.numel();
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
   for (std::int64_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
   return out;
 }
@@ -52,7 +65,7 @@ void CpuBackend::axpy(double alpha, const Tensor& x_in, Tensor& y) {
   float* d = y.data<float>();
   const float a = static_cast<float>(alpha);
   const std::int64_t n = y.numel();
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
   for (std::int64_t i = 0; i < n; ++i) d[i] += a * s[i];
 }
 
@@ -61,8 +74,96 @@ void CpuBackend::scale(Tensor& t, double alpha) {
   float* d = t.data<float>();
   const float a = static_cast<float>(alpha);
   const std::int64_t n = t.numel();
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
   for (std::int64_t i = 0; i < n; ++i) d[i] *= a;
+}
+
+Tensor CpuBackend::mul(const Tensor& a, const Tensor& b_in) {
+  check_same_shape(a, b_in, "mul");
+  if (!is_f32(a) || !is_f32(b_in)) return ReferenceBackend::mul(a, b_in);
+  const Tensor b = b_in.to_layout(a.layout());
+  Tensor out = Tensor::empty_like(a);
+  const float* x = a.data<float>();
+  const float* y = b.data<float>();
+  float* o = out.data<float>();
+  const std::int64_t n = a.numel();
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+  for (std::int64_t i = 0; i < n; ++i) o[i] = x[i] * y[i];
+  return out;
+}
+
+Tensor CpuBackend::relu_forward(const Tensor& x) {
+  if (!is_f32(x)) return ReferenceBackend::relu_forward(x);
+  Tensor out = Tensor::empty_like(x);
+  const float* s = x.data<float>();
+  float* o = out.data<float>();
+  const std::int64_t n = x.numel();
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+  for (std::int64_t i = 0; i < n; ++i) o[i] = s[i] > 0.0f ? s[i] : 0.0f;
+  return out;
+}
+
+Tensor CpuBackend::relu_backward(const Tensor& y, const Tensor& dy_in) {
+  check_same_shape(y, dy_in, "relu_backward");
+  if (!is_f32(y) || !is_f32(dy_in)) return ReferenceBackend::relu_backward(y, dy_in);
+  const Tensor dy = dy_in.to_layout(y.layout());
+  Tensor out = Tensor::empty_like(y);
+  const float* s = y.data<float>();
+  const float* g = dy.data<float>();
+  float* o = out.data<float>();
+  const std::int64_t n = y.numel();
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+  for (std::int64_t i = 0; i < n; ++i) o[i] = s[i] > 0.0f ? g[i] : 0.0f;
+  return out;
+}
+
+Tensor CpuBackend::dropout_mask(const Shape& shape, double keep_prob, std::uint64_t seed) {
+  DT_CHECK(keep_prob > 0 && keep_prob <= 1, "keep probability {} outside (0, 1]", keep_prob);
+  Tensor mask = Tensor::empty(shape, DType::kF32);
+  float* m = mask.data<float>();
+  const float kept = static_cast<float>(1.0 / keep_prob);
+  const std::int64_t n = mask.numel();
+#pragma omp parallel for simd schedule(static) if (n > kParallelMin / 4)
+  for (std::int64_t i = 0; i < n; ++i) {
+    m[i] = uniform_at(seed, static_cast<std::uint64_t>(i)) < keep_prob ? kept : 0.0f;
+  }
+  return mask;
+}
+
+double CpuBackend::sum(const Tensor& x) {
+  if (!is_f32(x)) return ReferenceBackend::sum(x);
+  const float* p = x.data<float>();
+  const std::int64_t n = x.numel();
+  double s = 0;
+#pragma omp parallel for simd schedule(static) reduction(+ : s) if (n > kParallelMin)
+  for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(p[i]);
+  return s;
+}
+
+double CpuBackend::sum_of_squares(const Tensor& x) {
+  if (!is_f32(x)) return ReferenceBackend::sum_of_squares(x);
+  const float* p = x.data<float>();
+  const std::int64_t n = x.numel();
+  double s = 0;
+#pragma omp parallel for simd schedule(static) reduction(+ : s) if (n > kParallelMin)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double v = p[i];
+    s += v * v;
+  }
+  return s;
+}
+
+bool CpuBackend::all_finite(const Tensor& x) {
+  if (!is_f32(x)) return ReferenceBackend::all_finite(x);
+  const float* p = x.data<float>();
+  const std::int64_t n = x.numel();
+  std::uint32_t bad = 0;
+  // An f32 is Inf or NaN exactly when its exponent bits are all ones.
+#pragma omp parallel for simd schedule(static) reduction(| : bad) if (n > kParallelMin)
+  for (std::int64_t i = 0; i < n; ++i) {
+    bad |= (std::bit_cast<std::uint32_t>(p[i]) & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
+  }
+  return bad == 0;
 }
 
 Backend& cpu_backend() {

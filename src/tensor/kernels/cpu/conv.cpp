@@ -1,0 +1,291 @@
+// Convolutions on oneDNN. Activations compute in nChw16c when their channel count is a multiple
+// of 16 (oneDNN's jit:avx512_core kernels; plain nchw falls back to a much slower gemm path) and
+// plain otherwise (the 1- or 3-channel input of a network's first layer, which the AVX-512 kernel
+// also reads directly). Weights live plain [O, C, KH, KW] in tensors (optimizers, allreduce and
+// checkpoints see plain) and are reordered into the primitive's preferred blocked format on every
+// call; weight gradients are computed blocked and reordered back to plain. Each call looks its
+// primitives up in the cache (dnnl_util.h).
+#include <string>
+
+#include "tensor/kernels/cpu/cpu_backend.h"
+#include "tensor/kernels/cpu/dnnl_util.h"
+
+namespace dtrain {
+namespace {
+
+using cpu::CacheKey;
+using cpu::OpTag;
+using dnnl::memory;
+
+struct ConvDims {
+  std::int64_t N, C, H, W, O, KH, KW, OH, OW;
+};
+
+ConvDims conv_dims(const Shape& x, const Shape& w, const Conv2dGeometry& g) {
+  if (x.rank() != 4 || w.rank() != 4 || x[1] != w[1]) {
+    throw ShapeError(fmt::format("conv2d: input {} does not fit weight {} (need [N, C, H, W] and [O, C, KH, KW])", x,
+                                 w));
+  }
+  return {x[0], x[1], x[2], x[3], w[0], w[2], w[3], window_output_size(x[2], w[2], g.stride_h, g.pad_h, "conv2d"),
+          window_output_size(x[3], w[3], g.stride_w, g.pad_w, "conv2d")};
+}
+
+CacheKey conv_key(OpTag op, const ConvDims& d, const Conv2dGeometry& g, bool bias) {
+  return {{static_cast<std::int64_t>(op), d.N, d.C, d.H, d.W, d.O, d.KH, d.KW, g.stride_h, g.stride_w, g.pad_h,
+           g.pad_w, bias ? 1 : 0}};
+}
+
+// How activation tensors are described to oneDNN when a primitive is built. dtrain hands the
+// kernels plain tensors for channel counts that are not a multiple of 16 and nChw16c otherwise;
+// for some shapes oneDNN then has only its slow reference kernel (e.g. backward data of a
+// 3-channel first layer with plain dx, or anything producing a plain 10-channel output), so the
+// primitive is built under the first policy that yields a JIT kernel and tensors are reordered
+// between dtrain's layout and the primitive's where they differ (a padded blocked format costs
+// one small reorder, the reference kernel costs 100-1000x).
+enum class Policy { kNative, kAnyOdd, kAnyAll, kPlainAll };
+constexpr Policy kPolicies[] = {Policy::kNative, Policy::kAnyOdd, Policy::kAnyAll, Policy::kPlainAll};
+
+memory::desc act_md(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, Policy p) {
+  const bool blocked = c % 16 == 0;
+  memory::format_tag tag = blocked ? memory::format_tag::nChw16c : memory::format_tag::nchw;
+  if (p == Policy::kPlainAll) tag = memory::format_tag::nchw;
+  if ((p == Policy::kAnyOdd && !blocked) || p == Policy::kAnyAll) tag = memory::format_tag::any;
+  return {{n, c, h, w}, memory::data_type::f32, tag};
+}
+memory::desc src_md(const ConvDims& d, Policy p) { return act_md(d.N, d.C, d.H, d.W, p); }
+memory::desc dst_md(const ConvDims& d, Policy p) { return act_md(d.N, d.O, d.OH, d.OW, p); }
+// dtrain's own layout of the input and output activations.
+memory::desc user_src_md(const ConvDims& d) { return cpu::md4(d.N, d.C, d.H, d.W, cpu::compute_layout(d.C)); }
+memory::desc user_dst_md(const ConvDims& d) { return cpu::md4(d.N, d.O, d.OH, d.OW, cpu::compute_layout(d.O)); }
+memory::desc plain_weights_md(const ConvDims& d) {
+  return {{d.O, d.C, d.KH, d.KW}, memory::data_type::f32, memory::format_tag::oihw};
+}
+memory::desc any_weights_md(const ConvDims& d) {
+  return {{d.O, d.C, d.KH, d.KW}, memory::data_type::f32, memory::format_tag::any};
+}
+
+// Padding on the far side equals the near side: oneDNN checks (in - k + pl + pr) / s + 1 == out,
+// which holds for the floor formula window_output_size uses.
+memory::dims strides(const Conv2dGeometry& g) { return {g.stride_h, g.stride_w}; }
+memory::dims padding(const Conv2dGeometry& g) { return {g.pad_h, g.pad_w}; }
+
+dnnl::convolution_forward::primitive_desc forward_pd(const ConvDims& d, const Conv2dGeometry& g, bool bias,
+                                                     Policy p) {
+  using fwd = dnnl::convolution_forward;
+  const fwd::desc desc = bias ? fwd::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                          src_md(d, p), any_weights_md(d), cpu::md1(d.O), dst_md(d, p), strides(g),
+                                          padding(g), padding(g))
+                              : fwd::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                          src_md(d, p), any_weights_md(d), dst_md(d, p), strides(g), padding(g),
+                                          padding(g));
+  return {desc, cpu::scratchpad_attr(), cpu::dnnl_engine()};
+}
+
+int quality(const char* impl) {
+  const std::string s(impl);
+  if (s.rfind("ref", 0) == 0) return 0;
+  if (s.find("gemm") != std::string::npos) return 1;
+  return 2;
+}
+
+// Builds the primitive descriptor under each policy in turn and keeps the first with a JIT
+// kernel (else the first GEMM-based one, else the native policy's).
+template <typename Pd, typename Build>
+Pd best_pd(Build&& build) {
+  Pd best;
+  int best_q = -1;
+  for (Policy p : kPolicies) {
+    Pd pd;
+    try {
+      pd = build(p);
+    } catch (const dnnl::error&) {
+      continue;
+    }
+    const int q = quality(pd.impl_info_str());
+    if (q > best_q) {
+      best = pd;
+      best_q = q;
+    }
+    if (q == 2) break;
+  }
+  if (best_q < 0) throw InternalError("conv2d: oneDNN has no implementation for this problem");
+  return best;
+}
+
+// A reorder between two formats of one tensor, or none when they are equal.
+struct Reorder {
+  bool needed = false;
+  memory::desc src, dst;
+  dnnl::reorder prim;
+  memory::desc scratch;
+
+  Reorder() = default;
+  Reorder(const memory::desc& from, const memory::desc& to) : needed(from != to), src(from), dst(to) {
+    if (!needed) return;
+    dnnl::reorder::primitive_desc pd(cpu::dnnl_engine(), from, cpu::dnnl_engine(), to, cpu::scratchpad_attr());
+    prim = dnnl::reorder(pd);
+    scratch = pd.scratchpad_desc();
+  }
+  void run(void* from, void* to) const {
+    cpu::execute(prim, scratch, {{DNNL_ARG_FROM, cpu::mem(src, from)}, {DNNL_ARG_TO, cpu::mem(dst, to)}});
+  }
+};
+
+// Storage for a tensor in a primitive's format (whose size may include padding).
+Tensor buffer_for(const memory::desc& md) {
+  const auto floats = static_cast<std::int64_t>((md.get_size() + sizeof(float) - 1) / sizeof(float));
+  return Tensor::empty({floats}, DType::kF32);
+}
+
+// An input the primitive reads: `t` itself, or a reordered copy in the primitive's format.
+Tensor bind_input(const Reorder& r, const Tensor& t) {
+  if (!r.needed) return t;
+  Tensor b = buffer_for(r.dst);
+  r.run(t.raw_data(), b.raw_data());
+  return b;
+}
+
+// An output the primitive writes: `t` itself, or a buffer reordered into `t` by finish_output.
+Tensor bind_output(const Reorder& r, const Tensor& t) { return r.needed ? buffer_for(r.src) : t; }
+void finish_output(const Reorder& r, const Tensor& buffer, const Tensor& t) {
+  if (r.needed) r.run(buffer.raw_data(), t.raw_data());
+}
+
+struct FwdEntry {
+  memory::desc src, dst, weights, bias, scratch;
+  dnnl::convolution_forward prim;
+  Reorder src_in, weights_in, dst_out;
+};
+
+struct BwdDataEntry {
+  memory::desc diff_src, diff_dst, weights, scratch;
+  dnnl::convolution_backward_data prim;
+  Reorder diff_dst_in, weights_in, diff_src_out;
+};
+
+struct BwdWeightsEntry {
+  memory::desc src, diff_dst, diff_weights, diff_bias, scratch;
+  dnnl::convolution_backward_weights prim;
+  Reorder src_in, diff_dst_in, diff_weights_out;
+};
+
+bool f32(const Tensor& t) { return t.dtype() == DType::kF32; }
+
+void check_weights(const Tensor& w) {
+  DT_CHECK(w.layout() == Layout::kPlain, "conv2d weights must be plain, got {}", w.describe());
+}
+
+}  // namespace
+
+Tensor CpuBackend::conv2d_forward(const Tensor& x_in, const Tensor& w, const Tensor* b, const Conv2dGeometry& g) {
+  if (!f32(x_in) || !f32(w) || (b != nullptr && !f32(*b))) return ReferenceBackend::conv2d_forward(x_in, w, b, g);
+  check_weights(w);
+  const ConvDims d = conv_dims(x_in.shape(), w.shape(), g);
+  if (b != nullptr && b->numel() != d.O) {
+    throw ShapeError(fmt::format("conv2d: bias {} does not fit {} output channels", b->shape(), d.O));
+  }
+  const bool bias = b != nullptr;
+  const auto e = cpu::cached<FwdEntry>(conv_key(OpTag::kConvFwd, d, g, bias), [&] {
+    const auto pd = best_pd<dnnl::convolution_forward::primitive_desc>([&](Policy p) { return forward_pd(d, g, bias, p); });
+    return FwdEntry{pd.src_desc(),
+                    pd.dst_desc(),
+                    pd.weights_desc(),
+                    bias ? pd.bias_desc() : memory::desc(),
+                    pd.scratchpad_desc(),
+                    dnnl::convolution_forward(pd),
+                    Reorder(user_src_md(d), pd.src_desc()),
+                    Reorder(plain_weights_md(d), pd.weights_desc()),
+                    Reorder(pd.dst_desc(), user_dst_md(d))};
+  });
+  const Tensor x = bind_input(e->src_in, x_in.to_layout(cpu::compute_layout(d.C)));
+  const Tensor wb = bind_input(e->weights_in, w);
+  Tensor y = Tensor::empty({d.N, d.O, d.OH, d.OW}, DType::kF32, Device::cpu(), cpu::compute_layout(d.O));
+  const Tensor yb = bind_output(e->dst_out, y);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, cpu::mem(e->src, x)},
+                                       {DNNL_ARG_WEIGHTS, cpu::mem(e->weights, wb)},
+                                       {DNNL_ARG_DST, cpu::mem(e->dst, yb)}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, cpu::mem(e->bias, *b));
+  cpu::execute(e->prim, e->scratch, std::move(args));
+  finish_output(e->dst_out, yb, y);
+  return y;
+}
+
+Tensor CpuBackend::conv2d_backward_data(const Tensor& dy_in, const Tensor& w, const Shape& x_shape, Layout x_layout,
+                                        const Conv2dGeometry& g) {
+  if (!f32(dy_in) || !f32(w)) return ReferenceBackend::conv2d_backward_data(dy_in, w, x_shape, x_layout, g);
+  check_weights(w);
+  const ConvDims d = conv_dims(x_shape, w.shape(), g);
+  if (dy_in.shape() != Shape{d.N, d.O, d.OH, d.OW}) {
+    throw ShapeError(fmt::format("conv2d backward: gradient {} does not fit output [{}, {}, {}, {}]", dy_in.shape(),
+                                 d.N, d.O, d.OH, d.OW));
+  }
+  const auto e = cpu::cached<BwdDataEntry>(conv_key(OpTag::kConvBwdData, d, g, false), [&] {
+    using bwd = dnnl::convolution_backward_data;
+    const auto pd = best_pd<bwd::primitive_desc>([&](Policy p) {
+      const bwd::desc desc(dnnl::algorithm::convolution_direct, src_md(d, p), any_weights_md(d), dst_md(d, p),
+                           strides(g), padding(g), padding(g));
+      return bwd::primitive_desc(desc, cpu::scratchpad_attr(), cpu::dnnl_engine(), forward_pd(d, g, false, p));
+    });
+    return BwdDataEntry{pd.diff_src_desc(),
+                        pd.diff_dst_desc(),
+                        pd.weights_desc(),
+                        pd.scratchpad_desc(),
+                        bwd(pd),
+                        Reorder(user_dst_md(d), pd.diff_dst_desc()),
+                        Reorder(plain_weights_md(d), pd.weights_desc()),
+                        Reorder(pd.diff_src_desc(), user_src_md(d))};
+  });
+  const Tensor dy = bind_input(e->diff_dst_in, dy_in.to_layout(cpu::compute_layout(d.O)));
+  const Tensor wb = bind_input(e->weights_in, w);
+  Tensor dx = Tensor::empty(x_shape, DType::kF32, Device::cpu(), cpu::compute_layout(d.C));
+  const Tensor dxb = bind_output(e->diff_src_out, dx);
+  cpu::execute(e->prim, e->scratch,
+               {{DNNL_ARG_DIFF_DST, cpu::mem(e->diff_dst, dy)},
+                {DNNL_ARG_WEIGHTS, cpu::mem(e->weights, wb)},
+                {DNNL_ARG_DIFF_SRC, cpu::mem(e->diff_src, dxb)}});
+  finish_output(e->diff_src_out, dxb, dx);
+  return dx.to_layout(x_layout);
+}
+
+WeightGrads CpuBackend::conv2d_backward_weights(const Tensor& dy_in, const Tensor& x_in, const Shape& w_shape,
+                                                bool with_bias, const Conv2dGeometry& g) {
+  if (!f32(dy_in) || !f32(x_in)) return ReferenceBackend::conv2d_backward_weights(dy_in, x_in, w_shape, with_bias, g);
+  const ConvDims d = conv_dims(x_in.shape(), w_shape, g);
+  if (dy_in.shape() != Shape{d.N, d.O, d.OH, d.OW}) {
+    throw ShapeError(fmt::format("conv2d backward: gradient {} does not fit output [{}, {}, {}, {}]", dy_in.shape(),
+                                 d.N, d.O, d.OH, d.OW));
+  }
+  const auto e = cpu::cached<BwdWeightsEntry>(conv_key(OpTag::kConvBwdWeights, d, g, with_bias), [&] {
+    using bwd = dnnl::convolution_backward_weights;
+    const auto pd = best_pd<bwd::primitive_desc>([&](Policy p) {
+      const bwd::desc desc =
+          with_bias ? bwd::desc(dnnl::algorithm::convolution_direct, src_md(d, p), any_weights_md(d), cpu::md1(d.O),
+                                dst_md(d, p), strides(g), padding(g), padding(g))
+                    : bwd::desc(dnnl::algorithm::convolution_direct, src_md(d, p), any_weights_md(d), dst_md(d, p),
+                                strides(g), padding(g), padding(g));
+      return bwd::primitive_desc(desc, cpu::scratchpad_attr(), cpu::dnnl_engine(), forward_pd(d, g, with_bias, p));
+    });
+    return BwdWeightsEntry{pd.src_desc(),
+                           pd.diff_dst_desc(),
+                           pd.diff_weights_desc(),
+                           with_bias ? pd.diff_bias_desc() : memory::desc(),
+                           pd.scratchpad_desc(),
+                           bwd(pd),
+                           Reorder(user_src_md(d), pd.src_desc()),
+                           Reorder(user_dst_md(d), pd.diff_dst_desc()),
+                           Reorder(pd.diff_weights_desc(), plain_weights_md(d))};
+  });
+  const Tensor x = bind_input(e->src_in, x_in.to_layout(cpu::compute_layout(d.C)));
+  const Tensor dy = bind_input(e->diff_dst_in, dy_in.to_layout(cpu::compute_layout(d.O)));
+  WeightGrads out{Tensor::empty(w_shape, DType::kF32), with_bias ? Tensor::empty({d.O}, DType::kF32) : Tensor()};
+  const Tensor dwb = bind_output(e->diff_weights_out, out.dw);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, cpu::mem(e->src, x)},
+                                       {DNNL_ARG_DIFF_DST, cpu::mem(e->diff_dst, dy)},
+                                       {DNNL_ARG_DIFF_WEIGHTS, cpu::mem(e->diff_weights, dwb)}};
+  if (with_bias) args.emplace(DNNL_ARG_DIFF_BIAS, cpu::mem(e->diff_bias, out.db));
+  cpu::execute(e->prim, e->scratch, std::move(args));
+  finish_output(e->diff_weights_out, dwb, out.dw);
+  return out;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,24 @@
+// Single-precision matrix multiply for the fast CPU backend, on one of two libraries:
+// oneDNN's dnnl_sgemm (picks its AVX-512 kernel from the CPU it runs on) or OpenBLAS's
+// cblas_sgemm (whose kernel choice follows OPENBLAS_CORETYPE: the development machines force
+// Haswell, i.e. AVX2, at about half the AVX-512 rate). The switch exists so that cost can be
+// measured; oneDNN is the default.
+#pragma once
+
+#include <cstdint>
+
+namespace dtrain {
+
+enum class GemmLibrary : std::uint8_t { kOneDnn, kOpenBlas };
+
+// Process-wide; takes effect for the next linear-layer call on any thread.
+void set_gemm_library(GemmLibrary library);
+GemmLibrary gemm_library();
+const char* gemm_library_name(GemmLibrary library);
+
+// Row-major C[M, N] = alpha * op(A) op(B) + beta * C, op(X) = X^T when trans_x is set
+// (op(A) is [M, K], op(B) is [K, N]; lda, ldb, ldc are row strides of A, B, C as stored).
+void sgemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
+
+}  // namespace dtrain

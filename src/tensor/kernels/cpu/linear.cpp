@@ -1,0 +1,87 @@
+// Linear layers as one sgemm each (kernels/cpu/gemm.h picks oneDNN or OpenBLAS):
+//   forward        y[N, O]  = x[N, I] w[O, I]^T (+ b, written first and accumulated with beta = 1)
+//   backward data  dx[N, I] = dy[N, O] w[O, I]
+//   backward wts   dw[O, I] = dy[N, O]^T x[N, I],  db[O] = column sums of dy
+#include <algorithm>
+
+#include "tensor/kernels/cpu/cpu_backend.h"
+#include "tensor/kernels/cpu/gemm.h"
+
+namespace dtrain {
+namespace {
+
+bool f32(const Tensor& t) { return t.dtype() == DType::kF32; }
+
+void check_linear(const Tensor& x, const Tensor& w) {
+  if (x.dim() != 2 || w.dim() != 2 || x.size(1) != w.size(1)) {
+    throw ShapeError(fmt::format("linear: input {} does not fit weight {} (need [N, I] and [O, I])", x.shape(),
+                                 w.shape()));
+  }
+}
+
+}  // namespace
+
+Tensor CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor* b) {
+  if (!f32(x) || !f32(w) || (b != nullptr && !f32(*b))) return ReferenceBackend::linear_forward(x, w, b);
+  check_linear(x, w);
+  const std::int64_t N = x.size(0), I = x.size(1), O = w.size(0);
+  if (b != nullptr && b->numel() != O) {
+    throw ShapeError(fmt::format("linear: bias {} does not fit {} outputs", b->shape(), O));
+  }
+  Tensor y = Tensor::empty({N, O}, DType::kF32);
+  float* py = y.data<float>();
+  if (b != nullptr) {
+    const float* pb = b->data<float>();
+#pragma omp parallel for schedule(static) if (N * O > (1 << 16))
+    for (std::int64_t n = 0; n < N; ++n) {
+#pragma omp simd
+      for (std::int64_t o = 0; o < O; ++o) py[n * O + o] = pb[o];
+    }
+  }
+  sgemm(false, true, N, O, I, 1.0f, x.data<float>(), I, w.data<float>(), I, b != nullptr ? 1.0f : 0.0f, py, O);
+  return y;
+}
+
+Tensor CpuBackend::linear_backward_data(const Tensor& dy, const Tensor& w) {
+  if (!f32(dy) || !f32(w)) return ReferenceBackend::linear_backward_data(dy, w);
+  DT_CHECK(dy.dim() == 2 && w.dim() == 2 && dy.size(1) == w.size(0), "linear backward: gradient {} and weight {}",
+           dy.shape(), w.shape());
+  const std::int64_t N = dy.size(0), O = w.size(0), I = w.size(1);
+  Tensor dx = Tensor::empty({N, I}, DType::kF32);
+  sgemm(false, false, N, I, O, 1.0f, dy.data<float>(), O, w.data<float>(), I, 0.0f, dx.data<float>(), I);
+  return dx;
+}
+
+WeightGrads CpuBackend::linear_backward_weights(const Tensor& dy, const Tensor& x, bool with_bias) {
+  if (!f32(dy) || !f32(x)) return ReferenceBackend::linear_backward_weights(dy, x, with_bias);
+  DT_CHECK(dy.dim() == 2 && x.dim() == 2 && dy.size(0) == x.size(0), "linear backward: gradient {} and input {}",
+           dy.shape(), x.shape());
+  const std::int64_t N = x.size(0), I = x.size(1), O = dy.size(1);
+  WeightGrads out{Tensor::empty({O, I}, DType::kF32), with_bias ? Tensor::empty({O}, DType::kF32) : Tensor()};
+  const float* g = dy.data<float>();
+  if (N == 0) {
+    out.dw.fill(0.0);
+  } else {
+    sgemm(true, false, O, I, N, 1.0f, g, O, x.data<float>(), I, 0.0f, out.dw.data<float>(), I);
+  }
+  if (with_bias) {
+    float* db = out.db.data<float>();
+    // Column sums, vectorised along the row; blocks of columns go to different threads.
+    constexpr std::int64_t kBlock = 256;
+    const std::int64_t blocks = (O + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (N * O > (1 << 17))
+    for (std::int64_t blk = 0; blk < blocks; ++blk) {
+      const std::int64_t o0 = blk * kBlock, o1 = std::min(O, o0 + kBlock);
+      float acc[kBlock] = {};
+      for (std::int64_t n = 0; n < N; ++n) {
+        const float* row = g + n * O;
+#pragma omp simd
+        for (std::int64_t o = o0; o < o1; ++o) acc[o - o0] += row[o];
+      }
+      for (std::int64_t o = o0; o < o1; ++o) db[o] = acc[o - o0];
+    }
+  }
+  return out;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,120 @@
+// Pooling on oneDNN, in the input's layout. Max pooling keeps oneDNN's workspace (the position of
+// each window's maximum, in oneDNN's own format) in PoolForward::workspace as an f32 tensor of
+// the workspace's bytes; the reference backend's workspace is i32 argmax indices, so a backward
+// pass handed a workspace it does not recognise recomputes the forward pass. Average pooling
+// divides by the full window, padding included (pooling_avg_include_padding).
+#include "tensor/kernels/cpu/cpu_backend.h"
+#include "tensor/kernels/cpu/dnnl_util.h"
+
+namespace dtrain {
+namespace {
+
+using cpu::CacheKey;
+using cpu::OpTag;
+using dnnl::memory;
+
+struct PoolDims {
+  std::int64_t N, C, H, W, OH, OW;
+};
+
+PoolDims pool_dims(const Shape& x, const Pool2dGeometry& g) {
+  if (x.rank() != 4) throw ShapeError(fmt::format("pool2d: input must be [N, C, H, W], got {}", x));
+  if (g.pad_h * 2 > g.kernel_h || g.pad_w * 2 > g.kernel_w) {
+    throw ShapeError(fmt::format("pool2d: padding ({}, {}) must be at most half the kernel ({}, {})", g.pad_h, g.pad_w,
+                                 g.kernel_h, g.kernel_w));
+  }
+  return {x[0], x[1], x[2], x[3], window_output_size(x[2], g.kernel_h, g.stride_h, g.pad_h, "pool2d"),
+          window_output_size(x[3], g.kernel_w, g.stride_w, g.pad_w, "pool2d")};
+}
+
+CacheKey pool_key(OpTag op, const PoolDims& d, Layout layout, PoolKind kind, const Pool2dGeometry& g) {
+  return {{static_cast<std::int64_t>(op), d.N, d.C, d.H, d.W, static_cast<std::int64_t>(layout),
+           static_cast<std::int64_t>(kind), g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.pad_h, g.pad_w}};
+}
+
+dnnl::algorithm algorithm_of(PoolKind kind) {
+  return kind == PoolKind::kMax ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding;
+}
+
+dnnl::pooling_forward::primitive_desc forward_pd(const PoolDims& d, Layout layout, PoolKind kind,
+                                                 const Pool2dGeometry& g) {
+  const dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_training, algorithm_of(kind),
+                                         cpu::md4(d.N, d.C, d.H, d.W, layout), cpu::md4(d.N, d.C, d.OH, d.OW, layout),
+                                         {g.stride_h, g.stride_w}, {g.kernel_h, g.kernel_w}, {g.pad_h, g.pad_w},
+                                         {g.pad_h, g.pad_w});
+  return {desc, cpu::scratchpad_attr(), cpu::dnnl_engine()};
+}
+
+struct FwdEntry {
+  memory::desc src, dst, workspace, scratch;
+  dnnl::pooling_forward prim;
+};
+
+struct BwdEntry {
+  memory::desc diff_src, diff_dst, workspace, scratch;
+  dnnl::pooling_backward prim;
+};
+
+Tensor bytes_tensor(std::size_t bytes) {
+  return Tensor::empty({static_cast<std::int64_t>((bytes + sizeof(float) - 1) / sizeof(float))}, DType::kF32);
+}
+
+}  // namespace
+
+PoolForward CpuBackend::pool2d_forward(const Tensor& x, PoolKind kind, const Pool2dGeometry& g) {
+  if (x.dtype() != DType::kF32) return ReferenceBackend::pool2d_forward(x, kind, g);
+  const PoolDims d = pool_dims(x.shape(), g);
+  const Layout layout = x.layout();
+  const auto e = cpu::cached<FwdEntry>(pool_key(OpTag::kPoolFwd, d, layout, kind, g), [&] {
+    const auto pd = forward_pd(d, layout, kind, g);
+    return FwdEntry{pd.src_desc(), pd.dst_desc(), pd.workspace_desc(), pd.scratchpad_desc(), dnnl::pooling_forward(pd)};
+  });
+  PoolForward out{Tensor::empty({d.N, d.C, d.OH, d.OW}, DType::kF32, Device::cpu(), layout), Tensor()};
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, cpu::mem(e->src, x)}, {DNNL_ARG_DST, cpu::mem(e->dst, out.y)}};
+  const std::size_t ws_bytes = e->workspace.get_size();
+  if (ws_bytes > 0) {
+    out.workspace = bytes_tensor(ws_bytes);
+    args.emplace(DNNL_ARG_WORKSPACE, cpu::mem(e->workspace, out.workspace));
+  }
+  cpu::execute(e->prim, e->scratch, std::move(args));
+  return out;
+}
+
+Tensor CpuBackend::pool2d_backward(const Tensor& dy_in, const Tensor& x, const PoolForward& fwd, PoolKind kind,
+                                   const Pool2dGeometry& g) {
+  if (dy_in.dtype() != DType::kF32 || x.dtype() != DType::kF32) {
+    return ReferenceBackend::pool2d_backward(dy_in, x, fwd, kind, g);
+  }
+  const PoolDims d = pool_dims(x.shape(), g);
+  if (dy_in.shape() != Shape{d.N, d.C, d.OH, d.OW}) {
+    throw ShapeError(fmt::format("pool2d backward: gradient {} does not fit output [{}, {}, {}, {}]", dy_in.shape(),
+                                 d.N, d.C, d.OH, d.OW));
+  }
+  const Layout layout = x.layout();
+  const auto e = cpu::cached<BwdEntry>(pool_key(OpTag::kPoolBwd, d, layout, kind, g), [&] {
+    const auto hint = forward_pd(d, layout, kind, g);
+    const dnnl::pooling_backward::desc desc(algorithm_of(kind), cpu::md4(d.N, d.C, d.H, d.W, layout),
+                                            cpu::md4(d.N, d.C, d.OH, d.OW, layout), {g.stride_h, g.stride_w},
+                                            {g.kernel_h, g.kernel_w}, {g.pad_h, g.pad_w}, {g.pad_h, g.pad_w});
+    const dnnl::pooling_backward::primitive_desc pd(desc, cpu::scratchpad_attr(), cpu::dnnl_engine(), hint);
+    return BwdEntry{pd.diff_src_desc(), pd.diff_dst_desc(), pd.workspace_desc(), pd.scratchpad_desc(),
+                    dnnl::pooling_backward(pd)};
+  });
+  const Tensor dy = dy_in.to_layout(layout);
+  Tensor dx = Tensor::empty(x.shape(), DType::kF32, Device::cpu(), layout);
+  std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, cpu::mem(e->diff_dst, dy)},
+                                       {DNNL_ARG_DIFF_SRC, cpu::mem(e->diff_src, dx)}};
+  const std::size_t ws_bytes = e->workspace.get_size();
+  Tensor ws;
+  if (ws_bytes > 0) {
+    ws = fwd.workspace;
+    if (!ws.defined() || ws.dtype() != DType::kF32 || ws.nbytes() < ws_bytes) {
+      ws = pool2d_forward(x, kind, g).workspace;  // the forward ran elsewhere (reference kernels)
+    }
+    args.emplace(DNNL_ARG_WORKSPACE, cpu::mem(e->workspace, ws));
+  }
+  cpu::execute(e->prim, e->scratch, std::move(args));
+  return dx;
+}
+
+}  // namespace dtrain
