@@ -4,6 +4,7 @@
 #include <string>
 
 #include "autograd/ops.h"
+#include "core/random.h"
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "nn/activation.h"

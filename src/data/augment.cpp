@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "core/error.h"
-#include "data/random.h"
+#include "core/random.h"
 
 namespace dtrain {
 namespace {

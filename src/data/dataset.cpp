@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "data/cifar10.h"
 #include "data/idx.h"
-#include "data/random.h"
+#include "core/random.h"
 
 namespace dtrain {
 namespace {

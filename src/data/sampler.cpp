@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "core/error.h"
-#include "data/random.h"
+#include "core/random.h"
 
 namespace dtrain {
 

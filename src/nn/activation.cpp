@@ -11,7 +11,7 @@ Variable ReLU::forward(const Variable& x) { return ops::relu(x); }
 
 Variable Dropout::forward(const Variable& x) {
   if (!training() || p_ == 0) return x;
-  return ops::dropout(x, p_, mix_seed(seed_, calls_++));
+  return ops::dropout(x, p_, rng_key(seed_, calls_++));
 }
 
 Variable Flatten::forward(const Variable& x) { return ops::flatten(x); }

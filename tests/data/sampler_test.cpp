@@ -7,7 +7,7 @@
 #include <set>
 
 #include "core/error.h"
-#include "data/random.h"
+#include "core/random.h"
 
 namespace dtrain {
 namespace {
