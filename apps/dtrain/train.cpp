@@ -59,6 +59,12 @@ nlohmann::json config_record(const TrainOptions& o, const Dataset& train, std::i
 int run_train(TrainOptions o) {
   if (o.threads == 0) o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   set_num_threads(o.threads);
+  // Check every name before the (slower) dataset load, so a typo fails at once.
+  (void)make_optimizer(o.optimizer, {});
+  o.schedule.base_lr = o.optimizer.lr;
+  o.schedule.total_epochs = static_cast<double>(o.epochs);
+  auto schedule = make_schedule(o.schedule);
+  const AugmentConfig augment = parse_augment(o.augment);
   Dataset train = load_dataset(o.dataset, o.data_dir, "train");
   const Dataset test = load_dataset(o.dataset, o.data_dir, "test");
   if (o.limit > 0 && o.limit < train.size()) train = subset(train, 0, o.limit);
@@ -67,15 +73,12 @@ int run_train(TrainOptions o) {
   const ModelInput input{train.channels, train.height, train.width, train.num_classes};
   auto model = make_model(o.model, input, rng);
   auto optimizer = make_optimizer(o.optimizer, model->parameters());
-  o.schedule.base_lr = o.optimizer.lr;
-  o.schedule.total_epochs = static_cast<double>(o.epochs);
-  auto schedule = make_schedule(o.schedule);
 
   const Sampler sampler(train.size(), SamplerConfig::train(o.batch, o.seed));
   const Sampler test_sampler(test.size(), SamplerConfig::eval(o.eval_batch));
   LoaderOptions train_loading;
   train_loading.prefetch = o.prefetch;
-  train_loading.augment = parse_augment(o.augment);
+  train_loading.augment = augment;
   train_loading.seed = o.seed;
   LoaderOptions test_loading;
   test_loading.prefetch = o.prefetch;

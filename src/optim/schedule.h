@@ -15,7 +15,7 @@ class LrSchedule {
 };
 
 struct ScheduleConfig {
-  std::string name = "constant";  // constant | step | cosine
+  std::string name = "cosine";  // constant | step | cosine
   double base_lr = 0.05;
   double step_epochs = 30;  // step: multiply by gamma every step_epochs
   double gamma = 0.1;

@@ -1,0 +1,136 @@
+// End-to-end tests of the dtrain command: bad input gets a clear error naming the problem and the
+// fix; a short training run writes the metrics log.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct CommandResult {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+CommandResult run(const std::string& args) {
+  const std::string cmd = std::string(DTRAIN_BINARY) + " " + args + " 2>&1";
+  CommandResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), p) != nullptr) r.output += buf.data();
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+bool has_fashion_mnist() { return std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"); }
+
+TEST(Cli, HelpExplainsEveryFlag) {
+  const CommandResult r = run("train --help");
+  EXPECT_EQ(r.status, 0);
+  for (const char* flag : {"--model", "--data", "--epochs", "--batch", "--lr", "--momentum", "--optimizer",
+                           "--schedule", "--augment", "--threads", "--seed", "--log"}) {
+    EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
+  }
+  EXPECT_EQ(run("--help").status, 0);
+  EXPECT_EQ(run("bench train --help").status, 0);
+}
+
+TEST(Cli, UnknownModelListsValidOnes) {
+  const CommandResult r = run("bench train --model vgg --steps 1");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("unknown model 'vgg'; valid: mlp, lenet, resnet20, resnet32, resnet56"), std::string::npos)
+      << r.output;
+}
+
+TEST(Cli, UnknownFlagIsNamed) {
+  const CommandResult r = run("train --epoch 3");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--epoch"), std::string::npos) << r.output;
+}
+
+TEST(Cli, MissingDatasetNamesPathAndPackage) {
+  const CommandResult r = run("train --data /nonexistent/fmnist --log ''");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("/nonexistent/fmnist"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("dataset-fashion-mnist"), std::string::npos) << r.output;
+}
+
+TEST(Cli, UnknownOptimizerAndScheduleListValidOnes) {
+  if (!has_fashion_mnist()) GTEST_SKIP() << "needs Debian's dataset-fashion-mnist package";
+  CommandResult r = run("train --optimizer lamb --limit 256 --log ''");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("valid: sgd, rmsprop, adam"), std::string::npos) << r.output;
+  r = run("train --schedule poly --limit 256 --log ''");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("valid: constant, step, cosine"), std::string::npos) << r.output;
+  r = run("train --augment flop --limit 256 --log ''");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("flip"), std::string::npos) << r.output;
+}
+
+TEST(Cli, DivergingLossStopsNamingTheStep) {
+  if (!has_fashion_mnist()) GTEST_SKIP() << "needs Debian's dataset-fashion-mnist package";
+  const CommandResult r = run("train --model mlp --lr 1e12 --schedule constant --limit 2048 --epochs 1 --log ''");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("the loss became"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("at step"), std::string::npos) << r.output;
+}
+
+TEST(Cli, ShortRunWritesTheMetricsLog) {
+  if (!has_fashion_mnist()) GTEST_SKIP() << "needs Debian's dataset-fashion-mnist package";
+  const std::string log = ::testing::TempDir() + "/dtrain-cli-test.jsonl";
+  const CommandResult r = run("train --model mlp --limit 4096 --epochs 2 --threads 1 --log " + log);
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::ifstream in(log);
+  std::string line;
+  std::vector<nlohmann::json> records;
+  while (std::getline(in, line)) records.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0]["type"], "config");
+  EXPECT_EQ(records[2]["epoch"], 2);
+  for (const char* phase : {"data", "forward", "backward", "update", "eval"}) {
+    EXPECT_GE(records[2]["time"][phase].get<double>(), 0.0) << phase;
+  }
+  EXPECT_GT(records[2]["samples_per_s"].get<double>(), 0.0);
+  EXPECT_EQ(records[2]["test_samples"], 10000);
+  // 4096 samples, 2 epochs of an MLP: well above chance.
+  EXPECT_GT(records[2]["test_accuracy"].get<double>(), 0.6);
+}
+
+TEST(Cli, SameSeedSameRun) {
+  if (!has_fashion_mnist()) GTEST_SKIP() << "needs Debian's dataset-fashion-mnist package";
+  const std::string a = ::testing::TempDir() + "/dtrain-seed-a.jsonl", b = ::testing::TempDir() + "/dtrain-seed-b.jsonl";
+  ASSERT_EQ(run("train --model lenet --limit 512 --epochs 1 --threads 1 --augment flip,translate:2 --log " + a).status, 0);
+  ASSERT_EQ(run("train --model lenet --limit 512 --epochs 1 --threads 1 --augment flip,translate:2 --log " + b).status, 0);
+  auto last = [](const std::string& path) {
+    std::ifstream in(path);
+    std::string line, prev;
+    while (std::getline(in, line)) prev = line;
+    return nlohmann::json::parse(prev);
+  };
+  EXPECT_EQ(last(a)["train_loss"], last(b)["train_loss"]);
+  EXPECT_EQ(last(a)["test_loss"], last(b)["test_loss"]);
+}
+
+TEST(Example, ReadmeExampleTrains) {
+  if (!has_fashion_mnist()) GTEST_SKIP() << "needs Debian's dataset-fashion-mnist package";
+  const std::string cmd = std::string(DTRAIN_EXAMPLE) + " /usr/share/datasets/fashion-mnist 1 8192 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::array<char, 512> buf{};
+  std::string out;
+  while (std::fgets(buf.data(), buf.size(), p) != nullptr) out += buf.data();
+  EXPECT_EQ(pclose(p), 0) << out;
+  const auto at = out.find("test accuracy ");
+  ASSERT_NE(at, std::string::npos) << out;
+  EXPECT_GT(std::stod(out.substr(at + 14)), 0.7) << out;
+}
+
+}  // namespace
