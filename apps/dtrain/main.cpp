@@ -4,8 +4,10 @@
 
 #include "apps/dtrain/commands.h"
 #include "core/error.h"
+#include "core/malloc_tuning.h"
 
 int main(int argc, char** argv) {
+  dtrain::tune_malloc_for_training();
   CLI::App app{"dtrain: data-parallel deep-learning training with a built-in performance model"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dtrain 0.1.0");
