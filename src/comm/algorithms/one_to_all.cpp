@@ -1,0 +1,67 @@
+#include "comm/algorithms/one_to_all.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace dtrain::comm::detail {
+
+void onetoall_allreduce(Collective& c, void* data, std::size_t count, DType dtype) {
+  const int p = c.size(), r = c.rank();
+  if (p == 1 || count == 0) return;
+  const std::size_t elem = dtype_size(dtype);
+  auto* d = static_cast<std::byte*>(data);
+  if (r != 0) {
+    c.post_send(c.list(1), d, count, elem, 0);
+    c.wait_all(c.list(1));  // the result overwrites data
+    c.post_recv(c.list(0), d, count, elem, 0);
+    c.wait_all(c.list(0));
+    return;
+  }
+  const std::size_t step = c.chunk_elems(elem);
+  const auto workers = static_cast<std::size_t>(p - 1);
+  // Two halves of p-1 chunk slots: chunk k is received into half k % 2.
+  std::byte* tmp = c.scratch.get(2 * workers * step * elem);
+  auto slot = [&](std::size_t k, int src) {
+    return tmp + ((k % 2) * workers + static_cast<std::size_t>(src - 1)) * step * elem;
+  };
+  auto& recvs = c.list(0);
+  auto& ahead = c.list(2);
+  auto& sends = c.list(1);
+  auto post_chunk = [&](std::size_t k, std::vector<Request>& out) {
+    const std::size_t n = std::min(step, count - k * step);
+    for (int src = 1; src < p; ++src) out.push_back(c.transport.irecv(slot(k, src), n * elem, src, c.tag));
+  };
+  const std::size_t chunks = (count + step - 1) / step;
+  post_chunk(0, recvs);
+  for (std::size_t k = 0; k < chunks; ++k) {
+    if (k + 1 < chunks) post_chunk(k + 1, ahead);
+    const std::size_t n = std::min(step, count - k * step);
+    std::byte* dst = d + k * step * elem;
+    for (int src = 1; src < p; ++src) {  // fixed order: the same rounding in every run
+      c.wait(recvs[static_cast<std::size_t>(src - 1)]);
+      c.reduce(dst, slot(k, src), n, dtype);
+    }
+    for (int dst_rank = 1; dst_rank < p; ++dst_rank) {
+      sends.push_back(c.transport.isend(dst, n * elem, dst_rank, c.tag));
+    }
+    recvs.clear();
+    std::swap(recvs, ahead);
+  }
+  c.wait_all(sends);
+}
+
+CommCost onetoall_allreduce_cost(int p, int rank, std::size_t count, std::size_t elem, std::size_t chunk) {
+  if (p == 1 || count == 0) return {};
+  const std::uint64_t msgs = chunk_count(count, elem, chunk), bytes = count * elem;
+  const std::uint64_t peers = rank == 0 ? static_cast<std::uint64_t>(p - 1) : 1;
+  // Rank 0 receives chunk k+1 while it sends chunk k (pipelined); a worker sends, then receives.
+  return {peers * msgs,
+          peers * bytes,
+          peers * msgs,
+          peers * bytes,
+          rank == 0 ? peers * bytes : 0,
+          2 * peers,
+          rank == 0 ? peers * bytes : 2 * bytes};
+}
+
+}  // namespace dtrain::comm::detail

@@ -1,0 +1,148 @@
+#include "comm/algorithms/ring.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace dtrain::comm::detail {
+namespace {
+
+// Scatter-reduce steps. Reduced chunks of steps 0..p-3 are forwarded into list 2 (they feed the
+// next step); those of the last step, which are this rank's finished block, are forwarded into
+// `final_sends` when the all-gather follows (nullptr: reduce-scatter alone).
+void scatter_reduce(Collective& c, std::byte* d, std::size_t count, DType dtype, std::vector<Request>* final_sends) {
+  const int p = c.size(), r = c.rank();
+  const int next = mod(r + 1, p), prev = mod(r - 1, p);
+  const std::size_t elem = dtype_size(dtype);
+  const std::size_t half = block_of(count, p, 0).count * elem;  // block 0 is the largest
+  std::byte* tmp = c.scratch.get(2 * half);
+  const std::size_t step = c.chunk_elems(elem);
+  auto& recvs = c.list(0);
+  auto& ahead = c.list(1);
+  auto& sends = c.list(2);
+
+  auto post_step_recvs = [&](int s, std::vector<Request>& out) {
+    c.post_recv(out, tmp + static_cast<std::size_t>(s & 1) * half, block_of(count, p, mod(r - 2 - s, p)).count, elem,
+                prev);
+  };
+  post_step_recvs(0, recvs);
+  const Block first = block_of(count, p, mod(r - 1, p));
+  c.post_send(sends, d + first.offset * elem, first.count, elem, next);
+  for (int s = 0; s <= p - 2; ++s) {
+    if (s + 1 <= p - 2) post_step_recvs(s + 1, ahead);  // keep one step of receives posted ahead
+    const Block b = block_of(count, p, mod(r - 2 - s, p));
+    const std::byte* in = tmp + static_cast<std::size_t>(s & 1) * half;
+    std::vector<Request>* forward = s < p - 2 ? &sends : final_sends;
+    for (std::size_t i = 0; i < recvs.size(); ++i) {
+      c.wait(recvs[i]);
+      const std::size_t off = i * step, n = std::min(step, b.count - off);
+      std::byte* dst = d + (b.offset + off) * elem;
+      c.reduce(dst, in + off * elem, n, dtype);
+      if (forward != nullptr) forward->push_back(c.transport.isend(dst, n * elem, next, c.tag));
+    }
+    recvs.clear();
+    std::swap(recvs, ahead);
+  }
+  // The all-gather overwrites the blocks these sends read from.
+  c.wait_all(sends);
+}
+
+// All-gather steps. With `send_own`, starts by sending this rank's block; otherwise the
+// scatter-reduce already did (list 3). Every receive goes straight into place, all posted at once
+// since each step fills a different block.
+void all_gather(Collective& c, std::byte* d, std::size_t count, std::size_t elem, bool send_own) {
+  const int p = c.size(), r = c.rank();
+  const int next = mod(r + 1, p), prev = mod(r - 1, p);
+  const std::size_t step = c.chunk_elems(elem);
+  auto& recvs = c.list(0);
+  auto& sends = c.list(3);
+  if (send_own) {
+    const Block own = block_of(count, p, r);
+    c.post_send(sends, d + own.offset * elem, own.count, elem, next);
+  }
+  for (int s = 0; s <= p - 2; ++s) {
+    const Block b = block_of(count, p, mod(r - 1 - s, p));
+    c.post_recv(recvs, d + b.offset * elem, b.count, elem, prev);
+  }
+  std::size_t k = 0;
+  for (int s = 0; s <= p - 2; ++s) {
+    const Block b = block_of(count, p, mod(r - 1 - s, p));
+    for (std::size_t off = 0; off < b.count; off += step, ++k) {
+      c.wait(recvs[k]);
+      if (s < p - 2) {
+        sends.push_back(
+            c.transport.isend(d + (b.offset + off) * elem, std::min(step, b.count - off) * elem, next, c.tag));
+      }
+    }
+  }
+  recvs.clear();
+  c.wait_all(sends);
+}
+
+// Adds the messages and bytes of one block to a send or receive tally.
+void tally(std::uint64_t& messages, std::uint64_t& bytes, std::size_t n, std::size_t elem, std::size_t chunk) {
+  messages += chunk_count(n, elem, chunk);
+  bytes += n * elem;
+}
+
+}  // namespace
+
+void ring_allreduce(Collective& c, void* data, std::size_t count, DType dtype) {
+  if (c.size() == 1 || count == 0) return;
+  auto* d = static_cast<std::byte*>(data);
+  scatter_reduce(c, d, count, dtype, &c.list(3));
+  all_gather(c, d, count, dtype_size(dtype), false);
+}
+
+void ring_reduce_scatter(Collective& c, void* data, std::size_t count, DType dtype) {
+  if (c.size() == 1 || count == 0) return;
+  scatter_reduce(c, static_cast<std::byte*>(data), count, dtype, nullptr);
+}
+
+void ring_allgather(Collective& c, void* data, std::size_t count, std::size_t elem) {
+  if (c.size() == 1 || count == 0) return;
+  all_gather(c, static_cast<std::byte*>(data), count, elem, true);
+}
+
+CommCost ring_reduce_scatter_cost(int p, int rank, std::size_t count, std::size_t elem, std::size_t chunk) {
+  CommCost cost;
+  if (p == 1 || count == 0) return cost;
+  for (int b = 0; b < p; ++b) {
+    const std::size_t n = block_of(count, p, b).count;
+    if (b != rank) tally(cost.messages_sent, cost.bytes_sent, n, elem, chunk);                      // blocks r-1-s
+    if (b != mod(rank - 1, p)) tally(cost.messages_received, cost.bytes_received, n, elem, chunk);  // r-2-s
+  }
+  cost.bytes_reduced = cost.bytes_received;
+  cost.rounds = static_cast<std::uint64_t>(p - 1);
+  for (int s = 0; s <= p - 2; ++s) {
+    cost.beta_bytes +=
+        std::max(block_of(count, p, mod(rank - 1 - s, p)).count, block_of(count, p, mod(rank - 2 - s, p)).count) * elem;
+  }
+  return cost;
+}
+
+CommCost ring_allgather_cost(int p, int rank, std::size_t count, std::size_t elem, std::size_t chunk) {
+  CommCost cost;
+  if (p == 1 || count == 0) return cost;
+  for (int b = 0; b < p; ++b) {
+    const std::size_t n = block_of(count, p, b).count;
+    if (b != mod(rank + 1, p)) tally(cost.messages_sent, cost.bytes_sent, n, elem, chunk);  // blocks r-s
+    if (b != rank) tally(cost.messages_received, cost.bytes_received, n, elem, chunk);      // blocks r-1-s
+  }
+  cost.rounds = static_cast<std::uint64_t>(p - 1);
+  for (int s = 0; s <= p - 2; ++s) {
+    cost.beta_bytes +=
+        std::max(block_of(count, p, mod(rank - s, p)).count, block_of(count, p, mod(rank - 1 - s, p)).count) * elem;
+  }
+  return cost;
+}
+
+CommCost ring_allreduce_cost(int p, int rank, std::size_t count, std::size_t elem, std::size_t chunk) {
+  const CommCost a = ring_reduce_scatter_cost(p, rank, count, elem, chunk);
+  const CommCost b = ring_allgather_cost(p, rank, count, elem, chunk);
+  return {
+      a.messages_sent + b.messages_sent,   a.bytes_sent + b.bytes_sent,       a.messages_received + b.messages_received,
+      a.bytes_received + b.bytes_received, a.bytes_reduced + b.bytes_reduced, a.rounds + b.rounds,
+      a.beta_bytes + b.beta_bytes};
+}
+
+}  // namespace dtrain::comm::detail

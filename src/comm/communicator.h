@@ -1,0 +1,96 @@
+// Collectives over a Transport: allreduce with a choice of algorithm, broadcast, allgather,
+// reduce-scatter and barrier. This is what the data-parallel trainer talks to.
+//
+// Every rank must call the same collectives in the same order with the same sizes, dtype and
+// algorithm (check_agreement in comm/agreement.h verifies the configuration at start-up; a
+// mismatch at run time shows up as a size-mismatch or timeout CommError rather than a hang, since
+// each collective kind and algorithm uses its own message tag). Sums are accumulated and rounded
+// as comm/reduce.h states: f32 in f32; f16 and bf16 added in f32 and rounded once per addition.
+// All algorithms leave bitwise identical results on every rank.
+//
+// Each call is bounded by the collective timeout: if a peer does not answer within it, the call
+// throws CommError naming that peer (after which the communicator must not be used again).
+// Buffers are in place. Scratch memory and request lists are kept across calls, so repeated
+// collectives of the same size allocate nothing. One thread at a time may use a Communicator.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "comm/algorithm.h"
+#include "comm/algorithms/collective.h"
+#include "comm/transport.h"
+#include "tensor/dtype.h"
+
+namespace dtrain {
+class Tensor;
+}
+
+namespace dtrain::comm {
+
+struct CommOptions {
+  // Seconds a whole collective may take before it fails with CommError naming the silent peers;
+  // 0 waits forever.
+  double timeout_seconds = 300;
+  // Largest point-to-point message; longer blocks are pipelined in chunks (comm/algorithm.h).
+  std::size_t chunk_bytes = kDefaultChunkBytes;
+};
+
+struct CommStats {
+  std::uint64_t collectives = 0;    // completed calls
+  std::uint64_t bytes_reduced = 0;  // bytes of received data added into local buffers
+};
+
+class Communicator {
+ public:
+  // Uses `transport`, which must outlive the communicator.
+  explicit Communicator(Transport& transport, const CommOptions& options = {});
+  // Owns `transport`.
+  explicit Communicator(std::unique_ptr<Transport> transport, const CommOptions& options = {});
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return transport_->rank(); }
+  int size() const { return transport_->size(); }
+  Transport& transport() { return *transport_; }
+  const CommOptions& options() const { return options_; }
+  void set_timeout(double seconds) { options_.timeout_seconds = seconds; }
+  const CommStats& stats() const { return stats_; }
+
+  // Sums `count` elements of `dtype` (f32, f16, bf16) over all ranks, in place. kAuto picks by
+  // size (choose_algorithm); kMpi needs the MPI transport (InputError otherwise).
+  void allreduce(void* data, std::size_t count, DType dtype, Algorithm algorithm = Algorithm::kAuto);
+  // The same on a contiguous CPU tensor.
+  void allreduce(const Tensor& tensor, Algorithm algorithm = Algorithm::kAuto);
+  // Copies `bytes` bytes from rank `root` to every rank (binomial tree, pipelined in chunks).
+  void broadcast(void* data, std::size_t bytes, int root);
+  // In place: data holds size() blocks of bytes_per_rank; this rank's block (at rank() *
+  // bytes_per_rank) is its contribution; afterwards every block holds its rank's (ring).
+  void allgather(void* data, std::size_t bytes_per_rank);
+  // Out of place: `mine` (bytes_per_rank) is copied to all + rank() * bytes_per_rank first.
+  void allgather(const void* mine, void* all, std::size_t bytes_per_rank);
+  // In place: data holds size() blocks of count_per_rank elements; afterwards block rank() holds
+  // the sum of everybody's block rank(); the other blocks hold partial sums (ring).
+  void reduce_scatter(void* data, std::size_t count_per_rank, DType dtype);
+  // Returns once every rank has entered (dissemination barrier).
+  void barrier();
+
+ private:
+  template <typename Body>
+  void run(int kind, Algorithm algorithm, Body&& body);
+
+  std::unique_ptr<Transport> owned_;
+  Transport* transport_;
+  CommOptions options_;
+  CommStats stats_;
+  detail::Scratch scratch_;
+  std::array<std::vector<Request>, detail::kRequestLists> lists_;
+  std::array<char, 160> what_{};
+};
+
+}  // namespace dtrain::comm

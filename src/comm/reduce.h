@@ -1,0 +1,26 @@
+// The reduction the collectives apply: elementwise sum, dst[i] += src[i].
+//
+// Where sums are accumulated and rounded: f32 adds in f32. f16 and bf16 are wire and storage
+// types: each addition converts both operands to f32, adds in f32 and rounds the result once to
+// the 16-bit type (round to nearest even). A p-rank allreduce therefore rounds p-1 times per
+// element, in the order the algorithm combines contributions (ring: along the ring; tree and
+// butterfly: pairwise). Integer-valued data whose partial sums fit the type's significand (f16:
+// |x| <= 2048, bf16: |x| <= 256) is summed exactly by every algorithm; otherwise results differ
+// between algorithms by rounding, but every algorithm leaves bitwise identical results on all
+// ranks (each element's final sum is computed on one rank and copied to the others).
+#pragma once
+
+#include <cstddef>
+
+#include "tensor/dtype.h"
+
+namespace dtrain::comm {
+
+// True for the dtypes collectives reduce: f32, f16, bf16.
+bool reducible(DType dtype);
+// Throws InputError naming the dtype unless reducible(dtype).
+void check_reducible(DType dtype, const char* op);
+// dst[i] = dst[i] + src[i] for i < count (dst and src do not overlap).
+void reduce_sum(void* dst, const void* src, std::size_t count, DType dtype);
+
+}  // namespace dtrain::comm

@@ -1,0 +1,87 @@
+// Algorithm names and choice, the reduction's rounding, and the benchmark's table.
+#include <gtest/gtest.h>
+
+#include "comm/benchmark.h"
+#include "comm/local_transport.h"
+#include "comm/reduce.h"
+#include "core/error.h"
+
+namespace dtrain::comm {
+namespace {
+
+TEST(AlgorithmNames, RoundTripAndListValidNames) {
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kButterfly, Algorithm::kOneToAll, Algorithm::kMpi,
+                      Algorithm::kAuto}) {
+    EXPECT_EQ(parse_algorithm(algorithm_name(a)), a);
+  }
+  try {
+    (void)parse_algorithm("rabenseifner");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'rabenseifner'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("ring|tree|butterfly|onetoall|mpi|auto"), std::string::npos);
+  }
+}
+
+TEST(AlgorithmChoice, ButterflyForSmallRingForLarge) {
+  EXPECT_EQ(choose_algorithm(8, 1024), Algorithm::kButterfly);
+  EXPECT_EQ(choose_algorithm(8, (64 << 10) - 1), Algorithm::kButterfly);
+  EXPECT_EQ(choose_algorithm(8, 64 << 10), Algorithm::kRing);
+  EXPECT_EQ(choose_algorithm(3, 64 << 20), Algorithm::kRing);
+}
+
+TEST(Reduce, SixteenBitSumsRoundOncePerAddition) {
+  // bf16 has 8 significant bits: 256 + 1 = 257 is a tie between 256 and 258 -> 256 (even).
+  std::uint16_t a = f32_to_bf16(256.0f), b = f32_to_bf16(1.0f);
+  reduce_sum(&a, &b, 1, DType::kBF16);
+  EXPECT_EQ(bf16_to_f32(a), 256.0f);
+  a = f32_to_bf16(256.0f);
+  b = f32_to_bf16(3.0f);  // 259 -> 260
+  reduce_sum(&a, &b, 1, DType::kBF16);
+  EXPECT_EQ(bf16_to_f32(a), 260.0f);
+  // f16 has 11: 2048 + 1 -> 2048, 2048 + 3 -> 2052.
+  std::uint16_t h = f32_to_f16(2048.0f), one = f32_to_f16(1.0f), three = f32_to_f16(3.0f);
+  reduce_sum(&h, &one, 1, DType::kF16);
+  EXPECT_EQ(f16_to_f32(h), 2048.0f);
+  reduce_sum(&h, &three, 1, DType::kF16);
+  EXPECT_EQ(f16_to_f32(h), 2052.0f);
+  // Long vectors (the blocked path) agree with element-by-element sums.
+  std::vector<std::uint16_t> x(1500), y(1500);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = f32_to_f16(static_cast<float>(i) * 0.37f);
+    y[i] = f32_to_f16(1.0f / static_cast<float>(i + 1));
+  }
+  auto z = x;
+  reduce_sum(z.data(), y.data(), z.size(), DType::kF16);
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(z[i], f32_to_f16(f16_to_f32(x[i]) + f16_to_f32(y[i])));
+}
+
+TEST(Benchmark, ReturnsOneRowPerSizeAndAlgorithmWithBusbw) {
+  std::vector<std::vector<BenchRow>> tables(3);
+  run_local(3, [&](Communicator& comm) {
+    BenchOptions options;
+    options.min_bytes = 1024;
+    options.max_bytes = 16384;
+    options.iterations = 3;
+    options.warmup = 1;
+    options.out = nullptr;
+    tables[static_cast<std::size_t>(comm.rank())] = benchmark_allreduce(comm, options);
+  });
+  const auto& rows = tables[0];
+  ASSERT_EQ(rows.size(), 3u * 4u);  // sizes 1, 4, 16 KiB x ring, tree, butterfly, onetoall (no mpi)
+  for (const BenchRow& row : rows) {
+    EXPECT_NE(row.algorithm, Algorithm::kMpi);
+    EXPECT_GT(row.seconds, 0);
+    EXPECT_NEAR(row.algbw_gbps, row.bytes / row.seconds / 1e9, 1e-9);
+    EXPECT_NEAR(row.busbw_gbps, row.algbw_gbps * 4.0 / 3.0, 1e-9);
+  }
+  EXPECT_EQ(rows.front().bytes, 1024u);
+  EXPECT_EQ(rows.back().bytes, 16384u);
+  for (std::size_t r = 1; r < 3; ++r) {
+    ASSERT_EQ(tables[r].size(), rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(tables[r][i].seconds, rows[i].seconds);
+  }
+}
+
+}  // namespace
+}  // namespace dtrain::comm
