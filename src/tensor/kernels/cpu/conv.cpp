@@ -4,7 +4,8 @@
 // also reads directly). Weights live plain [O, C, KH, KW] in tensors (optimizers, allreduce and
 // checkpoints see plain) and are reordered into the primitive's preferred blocked format on every
 // call; weight gradients are computed blocked and reordered back to plain. Each call looks its
-// primitives up in the cache (dnnl_util.h).
+// primitives up in the cache (dnnl_util.h). Where oneDNN has no JIT kernel for dtrain's layouts
+// (see Policy below) the primitive runs in formats of its choosing, with reorders at the edges.
 #include <string>
 
 #include "tensor/kernels/cpu/cpu_backend.h"
