@@ -6,6 +6,25 @@
 #include "core/error.h"
 #include "core/malloc_tuning.h"
 
+#if DTRAIN_HAVE_MPI
+#include "comm/mpi/mpi_transport.h"
+#endif
+
+namespace {
+
+// Prints the error; under mpirun also ends the other ranks at once (MPI_Abort) instead of leaving
+// them to wait for this one until their collective timeout.
+int fail(int code, const char* kind, const char* what) {
+  std::fprintf(stderr, "dtrain: %s: %s\n", kind, what);
+  std::fflush(stderr);
+#if DTRAIN_HAVE_MPI
+  if (dtrain::comm::mpi_launched()) dtrain::comm::mpi_abort(code);
+#endif
+  return code;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   dtrain::tune_malloc_for_training();
   CLI::App app{"dtrain: data-parallel deep-learning training with a built-in performance model"};
@@ -25,13 +44,10 @@ int main(int argc, char** argv) {
     }
     return 0;
   } catch (const dtrain::InputError& e) {
-    std::fprintf(stderr, "dtrain: error: %s\n", e.what());
-    return 2;
+    return fail(2, "error", e.what());
   } catch (const dtrain::Error& e) {
-    std::fprintf(stderr, "dtrain: error: %s\n", e.what());
-    return 1;
+    return fail(1, "error", e.what());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dtrain: internal error: %s\n", e.what());
-    return 3;
+    return fail(3, "internal error", e.what());
   }
 }

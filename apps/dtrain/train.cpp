@@ -6,6 +6,8 @@
 #include <thread>
 
 #include "apps/dtrain/commands.h"
+#include "apps/dtrain/distributed.h"
+#include "comm/agreement.h"
 #include "core/threads.h"
 #include "data/augment.h"
 #include "data/dataset.h"
@@ -13,6 +15,7 @@
 #include "nn/summary.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
+#include "parallel/data_parallel.h"
 #include "train/extensions.h"
 #include "train/trainer.h"
 
@@ -27,6 +30,9 @@ struct TrainOptions {
   std::int64_t batch = 64;
   std::int64_t eval_batch = 1000;
   std::int64_t limit = 0;
+  std::int64_t eval_limit = 0;
+  std::int64_t log_every = 0;
+  std::string progress = "auto";
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
   std::string augment;
@@ -34,7 +40,41 @@ struct TrainOptions {
   int prefetch = 2;
   std::uint64_t seed = 0;
   std::string log = "dtrain-log.jsonl";
+  // Data-parallel (under mpirun).
+  std::string allreduce = "auto";
+  std::string comm_dtype = "f32";
+  double bucket_mb = 1.0;
+  bool double_buffering = false;
+  int accumulate = 1;
+  double timeout = 300;
 };
+
+// Hash of every parameter's name and shape: ranks must build the same model.
+std::string parameter_fingerprint(const Module& m) {
+  std::string all;
+  for (const auto& [name, p] : m.named_parameters()) all += name + p.shape().str() + ";";
+  return fmt::format("{:016x}", comm::fnv1a64(all));
+}
+
+std::vector<comm::NamedValue> agreement_values(const TrainOptions& o, const Module& model, const Dataset& train) {
+  return {{"model", o.model},
+          {"parameters", parameter_fingerprint(model)},
+          {"dataset", o.dataset},
+          {"train samples", std::to_string(train.size())},
+          {"epochs", std::to_string(o.epochs)},
+          {"batch", std::to_string(o.batch)},
+          {"optimizer", o.optimizer.name},
+          {"lr", fmt::format("{}", o.optimizer.lr)},
+          {"momentum", fmt::format("{}", o.optimizer.momentum)},
+          {"schedule", o.schedule.name},
+          {"augment", o.augment},
+          {"seed", std::to_string(o.seed)},
+          {"allreduce", o.allreduce},
+          {"comm dtype", o.comm_dtype},
+          {"bucket-mb", fmt::format("{}", o.bucket_mb)},
+          {"double-buffering", o.double_buffering ? "on" : "off"},
+          {"accumulate", std::to_string(o.accumulate)}};
+}
 
 nlohmann::json config_record(const TrainOptions& o, const Dataset& train, std::int64_t params) {
   return {{"model", o.model},
@@ -53,7 +93,11 @@ nlohmann::json config_record(const TrainOptions& o, const Dataset& train, std::i
           {"augment", o.augment},
           {"threads", o.threads},
           {"seed", o.seed},
-          {"world_size", 1}};
+          {"allreduce", o.allreduce},
+          {"comm_dtype", o.comm_dtype},
+          {"bucket_mb", o.bucket_mb},
+          {"double_buffering", o.double_buffering},
+          {"accumulate", o.accumulate}};
 }
 
 int run_train(TrainOptions o) {
@@ -65,17 +109,34 @@ int run_train(TrainOptions o) {
   o.schedule.total_epochs = static_cast<double>(o.epochs);
   auto schedule = make_schedule(o.schedule);
   const AugmentConfig augment = parse_augment(o.augment);
+  DataParallelConfig dp;
+  dp.algorithm = comm::parse_algorithm(o.allreduce);
+  dp.comm_dtype = parse_dtype(o.comm_dtype);
+  if (dp.comm_dtype != DType::kF32 && dp.comm_dtype != DType::kF16 && dp.comm_dtype != DType::kBF16) {
+    throw InputError(fmt::format("--comm-dtype must be f32, f16 or bf16, got '{}'", o.comm_dtype));
+  }
+  if (o.bucket_mb < 0) throw InputError(fmt::format("--bucket-mb must be >= 0, got {}", o.bucket_mb));
+  dp.bucket_bytes = static_cast<std::size_t>(o.bucket_mb * (1 << 20));
+  dp.double_buffering = o.double_buffering;
+  dp.accumulate = o.accumulate;
+
+  ProcessGroup group = join_process_group(o.timeout);
+  const bool leader = group.rank == 0;
   Dataset train = load_dataset(o.dataset, o.data_dir, "train");
-  const Dataset test = load_dataset(o.dataset, o.data_dir, "test");
+  Dataset test = load_dataset(o.dataset, o.data_dir, "test");
   if (o.limit > 0 && o.limit < train.size()) train = subset(train, 0, o.limit);
+  if (o.eval_limit > 0 && o.eval_limit < test.size()) test = subset(test, 0, o.eval_limit);
 
   Rng rng(o.seed);
   const ModelInput input{train.channels, train.height, train.width, train.num_classes};
   auto model = make_model(o.model, input, rng);
   auto optimizer = make_optimizer(o.optimizer, model->parameters());
+  if (group.active()) {
+    group.worker->run([&](comm::Communicator& c) { comm::check_agreement(c, agreement_values(o, *model, train)); });
+  }
 
-  const Sampler sampler(train.size(), SamplerConfig::train(o.batch, o.seed));
-  const Sampler test_sampler(test.size(), SamplerConfig::eval(o.eval_batch));
+  const Sampler sampler(train.size(), SamplerConfig::train(o.batch, o.seed, group.rank, group.size));
+  const Sampler test_sampler(test.size(), SamplerConfig::eval(o.eval_batch, group.rank, group.size));
   LoaderOptions train_loading;
   train_loading.prefetch = o.prefetch;
   train_loading.augment = augment;
@@ -84,25 +145,52 @@ int run_train(TrainOptions o) {
   test_loading.prefetch = o.prefetch;
 
   const ModelCost cost = total_cost(summarize(*model, Shape{input.channels, input.height, input.width}));
-  fmt::print("dtrain: {} ({} parameters, {:.1f} MFLOP per sample forward) on {}, {} epochs of {} steps, batch {}, "
-             "{} thread(s)\n",
-             o.model, model->num_parameters(), cost.forward_flops / 1e6, train.describe(), o.epochs,
-             sampler.batches_per_epoch(), o.batch, o.threads);
+  if (leader) {
+    fmt::print("dtrain: {} ({} parameters, {:.1f} MFLOP per sample forward) on {}, {} epochs of {} steps, batch {}",
+               o.model, model->num_parameters(), cost.forward_flops / 1e6, train.describe(), o.epochs,
+               sampler.batches_per_epoch(), o.batch);
+    if (group.active()) fmt::print(" per rank x {} ranks, allreduce {} in {}", group.size, o.allreduce, o.comm_dtype);
+    fmt::print(", {} thread(s)\n", o.threads);
+  }
 
-  StandardUpdater updater(*model, *optimizer);
+  std::unique_ptr<Updater> updater;
+  if (group.active()) {
+    updater = std::make_unique<DataParallelUpdater>(*model, *optimizer, *group.worker, dp);
+  } else {
+    if (o.accumulate != 1 || o.double_buffering) {
+      throw InputError("--accumulate and --double-buffering need a data-parallel run (start dtrain under mpirun)");
+    }
+    updater = std::make_unique<StandardUpdater>(*model, *optimizer);
+  }
   TrainerOptions topt;
   topt.epochs = o.epochs;
   topt.loader = train_loading;
-  Trainer trainer(updater, *optimizer, *schedule, train, sampler, topt);
-  trainer.add_extension(std::make_unique<EvaluatorExtension>(*model, test, test_sampler, test_loading));
-  if (!o.log.empty()) trainer.add_extension(std::make_unique<LogReport>(o.log, config_record(o, train, model->num_parameters())));
-  trainer.add_extension(std::make_unique<ProgressReport>(isatty(STDOUT_FILENO) != 0));
+  topt.world_size = group.size;
+  topt.sum_across_ranks = group.summer();
+  Trainer trainer(*updater, *optimizer, *schedule, train, sampler, topt);
+  trainer.add_extension(
+      std::make_unique<EvaluatorExtension>(*model, test, test_sampler, test_loading, group.summer()));
+  LogReport* log = nullptr;
+  if (leader && !o.log.empty()) {
+    nlohmann::json config = config_record(o, train, model->num_parameters());
+    config["world_size"] = group.size;
+    auto report = std::make_unique<LogReport>(o.log, config);
+    log = report.get();
+    trainer.add_extension(std::move(report));
+  }
+  if (o.log_every > 0) trainer.add_extension(std::make_unique<StepLog>(log, o.log_every, group.summer()));
+  if (o.progress != "auto" && o.progress != "bar" && o.progress != "lines") {
+    throw InputError(fmt::format("--progress must be auto, bar or lines, got '{}'", o.progress));
+  }
+  // Under mpirun rank 0's stdout is often a pseudo-terminal even when mpirun's is a file.
+  const bool bar = o.progress == "bar" || (o.progress == "auto" && isatty(STDOUT_FILENO) != 0 && !group.active());
+  if (leader) trainer.add_extension(std::make_unique<ProgressReport>(bar));
   const TrainerState s = trainer.run();
-  if (s.last_eval) {
+  if (leader && s.last_eval) {
     fmt::print("final test accuracy {:.4f} ({} of {} samples)\n", s.last_eval->accuracy, s.last_eval->correct,
                s.last_eval->samples);
   }
-  if (!o.log.empty()) fmt::print("metrics log: {}\n", o.log);
+  if (leader && !o.log.empty()) fmt::print("metrics log: {}\n", o.log);
   return 0;
 }
 
@@ -123,6 +211,14 @@ Action register_train(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   t->add_option("--limit", o->limit, "Train on the first N samples only (0: all)")->capture_default_str();
+  t->add_option("--eval-limit", o->eval_limit, "Evaluate on the first N test samples only (0: all)")
+      ->capture_default_str();
+  t->add_option("--log-every", o->log_every,
+                "Also log the loss (averaged over ranks) every N steps as \"step\" records (0: epochs only)")
+      ->capture_default_str();
+  t->add_option("--progress", o->progress,
+                "auto (a bar on a terminal, lines otherwise; lines under mpirun), bar, or lines")
+      ->capture_default_str();
   t->add_option("--optimizer", o->optimizer.name, fmt::format("Optimizer: {}", fmt::join(optimizer_names(), ", ")))
       ->capture_default_str();
   t->add_option("--lr", o->optimizer.lr, "Learning rate (base of the schedule)")->capture_default_str();
@@ -146,7 +242,27 @@ Action register_train(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   t->add_option("--seed", o->seed, "Seed of initialisation, shuffling and augmentation (runs are deterministic)")
       ->capture_default_str();
-  t->add_option("--log", o->log, "JSONL metrics log ('' for none)")->capture_default_str();
+  t->add_option("--log", o->log, "JSONL metrics log ('' for none); written by rank 0")->capture_default_str();
+  t->add_option("--allreduce", o->allreduce,
+                "Under mpirun: gradient allreduce algorithm: ring, tree, butterfly, onetoall, mpi (MPI_Allreduce), auto")
+      ->capture_default_str();
+  t->add_option("--comm-dtype", o->comm_dtype, "Under mpirun: gradients on the wire as f32, f16 or bf16")
+      ->capture_default_str();
+  t->add_option("--bucket-mb", o->bucket_mb,
+                "Under mpirun: gradient bucket size in MiB; each bucket is allreduced as soon as its gradients are "
+                "final (0: one bucket per parameter)")
+      ->capture_default_str();
+  t->add_flag("--double-buffering", o->double_buffering,
+              "Under mpirun: update with the previous step's allreduced gradients, so communication overlaps a "
+              "whole step (one step stale)");
+  t->add_option("--accumulate", o->accumulate,
+                "Under mpirun: split each rank's batch into K micro-batches, one allreduce per step")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  t->add_option("--timeout", o->timeout,
+                "Under mpirun: seconds a collective may wait for a peer before failing with an error naming it (0: "
+                "forever)")
+      ->capture_default_str();
   return [t, o]() { return t->parsed() ? run_train(*o) : -1; };
 }
 

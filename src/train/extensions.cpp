@@ -40,9 +40,28 @@ LogReport::LogReport(const std::string& path, nlohmann::json config) : out_(path
 
 void LogReport::on_epoch_end(TrainerState& s) {
   fill_epoch_record(s);
-  out_ << s.record.dump() << '\n';
+  write(s.record);
+}
+
+void LogReport::write(const nlohmann::json& record) {
+  out_ << record.dump() << '\n';
   out_.flush();
   if (!out_) throw DataError(fmt::format("writing the metrics log '{}' failed (disk full?)", path_));
+}
+
+void StepLog::on_iteration(TrainerState& s) {
+  if (every_ <= 0 || (s.iteration - 1) % every_ != 0) return;
+  std::vector<double> loss{s.last.loss};
+  double ranks = 1;
+  if (sum_) {
+    loss.push_back(1.0);
+    sum_(loss);
+    ranks = loss[1];
+  }
+  if (log_ != nullptr) {
+    log_->write({{"type", "step"}, {"iteration", s.iteration - 1}, {"epoch", s.epoch + 1}, {"lr", s.lr},
+                 {"loss", loss[0] / ranks}});
+  }
 }
 
 void ProgressReport::on_start(TrainerState& s) {

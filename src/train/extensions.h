@@ -32,10 +32,27 @@ class LogReport : public Extension {
  public:
   LogReport(const std::string& path, nlohmann::json config);
   void on_epoch_end(TrainerState& s) override;
+  void write(const nlohmann::json& record);
 
  private:
   std::ofstream out_;
   std::string path_;
+};
+
+// Writes a "step" record (global iteration, learning rate, loss averaged over ranks) to the
+// metrics log every `every` steps: the per-step loss curve that data-parallel runs are compared
+// on. Every rank must have this extension (the average is a collective); only the writer passes
+// a log.
+class StepLog : public Extension {
+ public:
+  StepLog(LogReport* log, std::int64_t every, SumAcrossRanks sum_across_ranks)
+      : log_(log), every_(every), sum_(std::move(sum_across_ranks)) {}
+  void on_iteration(TrainerState& s) override;
+
+ private:
+  LogReport* log_;
+  std::int64_t every_;
+  SumAcrossRanks sum_;
 };
 
 class ProgressReport : public Extension {

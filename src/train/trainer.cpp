@@ -26,6 +26,7 @@ TrainerState Trainer::run() {
     s.epoch_iteration = 0;
     s.epoch_loss_sum = 0;
     s.epoch_correct = s.epoch_samples = 0;
+    s.epoch_totals_global = false;
     s.epoch_times = {};
     s.last_eval.reset();
     s.record = nlohmann::json::object();
@@ -48,6 +49,15 @@ TrainerState Trainer::run() {
     }
     updater_.flush();
     s.epoch_train_seconds = epoch_clock.seconds();
+    if (options_.sum_across_ranks) {
+      std::vector<double> totals{s.epoch_loss_sum, static_cast<double>(s.epoch_correct),
+                                 static_cast<double>(s.epoch_samples)};
+      options_.sum_across_ranks(totals);
+      s.epoch_loss_sum = totals[0] / s.world_size;
+      s.epoch_correct = static_cast<std::int64_t>(totals[1]);
+      s.epoch_samples = static_cast<std::int64_t>(totals[2]);
+      s.epoch_totals_global = true;
+    }
     for (auto& e : extensions_) e->on_epoch_end(s);
   }
   for (auto& e : extensions_) e->on_finish(s);

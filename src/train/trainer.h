@@ -28,9 +28,11 @@ struct TrainerState {
   int world_size = 1;                     // processes training together
   double lr = 0;
   StepResult last;                        // the latest step
-  // This epoch so far (this rank).
-  double epoch_loss_sum = 0;              // sum of per-step mean losses
+  // This epoch so far: this rank's during the epoch, all ranks' (summed by the trainer's
+  // sum_across_ranks) when on_epoch_end runs.
+  double epoch_loss_sum = 0;              // sum of per-step mean losses (averaged over ranks)
   std::int64_t epoch_correct = 0, epoch_samples = 0;
+  bool epoch_totals_global = false;       // epoch_correct/samples cover all ranks
   PhaseTimes epoch_times;
   double epoch_train_seconds = 0;         // wall time of the epoch's steps, evaluation excluded
   double start_time = 0;                  // of run()
@@ -43,7 +45,8 @@ struct TrainerState {
   }
   // Samples per second over all ranks.
   double epoch_samples_per_second() const {
-    return epoch_train_seconds > 0 ? static_cast<double>(epoch_samples * world_size) / epoch_train_seconds : 0;
+    const std::int64_t all = epoch_totals_global ? epoch_samples : epoch_samples * world_size;
+    return epoch_train_seconds > 0 ? static_cast<double>(all) / epoch_train_seconds : 0;
   }
 };
 
@@ -62,6 +65,8 @@ struct TrainerOptions {
   std::int64_t start_epoch = 0;  // resume
   int world_size = 1;
   LoaderOptions loader;
+  // Sums the epoch's loss, correct and sample counts over ranks before the extensions run.
+  SumAcrossRanks sum_across_ranks;
 };
 
 class Trainer {

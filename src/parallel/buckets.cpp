@@ -1,0 +1,152 @@
+#include "parallel/buckets.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "comm/communicator.h"
+#include "tensor/backend.h"
+
+namespace dtrain {
+
+BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t bucket_bytes) {
+  BucketLayout l;
+  l.bucket_of = std::vector<std::size_t>(numels.size(), 0);
+  l.offset = std::vector<std::int64_t>(numels.size(), 0);
+  std::int64_t filled = 0;
+  for (std::size_t k = numels.size(); k-- > 0;) {
+    const bool fits = !l.buckets.empty() && bucket_bytes > 0 &&
+                      static_cast<std::size_t>((filled + numels[k]) * 4) <= bucket_bytes;
+    if (!fits) {
+      l.buckets.emplace_back();
+      l.bucket_elements.push_back(0);
+      filled = 0;
+    }
+    l.buckets.back().push_back(k);
+    l.bucket_of[k] = l.buckets.size() - 1;
+    l.offset[k] = filled;
+    filled += numels[k];
+    l.bucket_elements.back() = filled;
+  }
+  return l;
+}
+
+GradientBuckets::GradientBuckets(const std::vector<Variable>& params, std::vector<std::string> names,
+                                 std::size_t bucket_bytes, DType comm_dtype, int sets)
+    : names_(std::move(names)), comm_dtype_(comm_dtype) {
+  std::vector<std::int64_t> numels;
+  for (const Variable& p : params) {
+    numels.push_back(p.data().numel());
+    shapes_.push_back(p.shape());
+  }
+  layout_ = plan_buckets(numels, bucket_bytes);
+  sets_.resize(static_cast<std::size_t>(sets));
+  for (Set& s : sets_) {
+    for (std::int64_t n : layout_.bucket_elements) {
+      s.f32.push_back(Tensor::zeros({n}));
+      s.wire.push_back(comm_dtype == DType::kF32 ? Tensor() : Tensor::zeros({n}, comm_dtype));
+    }
+    s.missing.assign(layout_.buckets.size(), 0);
+    s.received.assign(params.size(), 0);
+    s.bad.assign(layout_.buckets.size(), "");
+  }
+}
+
+void GradientBuckets::begin(int set) {
+  Set& s = sets_[static_cast<std::size_t>(set)];
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) s.missing[b] = static_cast<int>(layout_.buckets[b].size());
+  std::fill(s.received.begin(), s.received.end(), 0);
+  s.next_release = 0;
+}
+
+std::vector<std::size_t> GradientBuckets::release(int set) {
+  Set& s = sets_[static_cast<std::size_t>(set)];
+  std::vector<std::size_t> out;
+  while (s.next_release < layout_.buckets.size() && s.missing[s.next_release] == 0) out.push_back(s.next_release++);
+  return out;
+}
+
+std::vector<std::size_t> GradientBuckets::add(std::size_t param, const Tensor& grad, int set) {
+  Set& s = sets_[static_cast<std::size_t>(set)];
+  if (s.received[param]) return {};
+  s.received[param] = 1;
+  const std::size_t b = layout_.bucket_of[param];
+  Tensor slot = gradient(param, set);
+  if (grad.defined()) {
+    slot.copy_from(grad);
+  } else {
+    slot.fill(0.0);
+  }
+  --s.missing[b];
+  return release(set);
+}
+
+std::vector<std::size_t> GradientBuckets::complete(int set) {
+  Set& s = sets_[static_cast<std::size_t>(set)];
+  std::vector<std::size_t> out;
+  for (std::size_t p = 0; p < s.received.size(); ++p) {
+    if (!s.received[p]) {
+      auto released = add(p, Tensor(), set);
+      out.insert(out.end(), released.begin(), released.end());
+    }
+  }
+  return out;
+}
+
+void GradientBuckets::reduce(comm::Communicator& comm, std::size_t bucket, int set, comm::Algorithm algorithm,
+                             double scale) {
+  Set& s = sets_[static_cast<std::size_t>(set)];
+  Tensor& f = s.f32[bucket];
+  float* data = f.data<float>();
+  const std::size_t n = static_cast<std::size_t>(f.numel());
+  const auto fscale = static_cast<float>(scale);
+  for (std::size_t i = 0; i < n; ++i) data[i] *= fscale;
+  if (comm_dtype_ == DType::kF32) {
+    comm.allreduce(data, n, DType::kF32, algorithm);
+  } else {
+    auto* wire = static_cast<std::uint16_t*>(s.wire[bucket].raw_data());
+    if (comm_dtype_ == DType::kF16) {
+      convert_f32_to_f16(data, wire, n);
+    } else {
+      convert_f32_to_bf16(data, wire, n);
+    }
+    comm.allreduce(wire, n, comm_dtype_, algorithm);
+    if (comm_dtype_ == DType::kF16) {
+      convert_f16_to_f32(wire, data, n);
+    } else {
+      convert_bf16_to_f32(wire, data, n);
+    }
+  }
+  s.bad[bucket].clear();
+  for (std::size_t p : layout_.buckets[bucket]) {
+    const float* g = data + layout_.offset[p];
+    const std::int64_t m = shapes_[p].numel();
+    bool finite = true;
+    for (std::int64_t i = 0; i < m; ++i) finite &= std::isfinite(g[i]);
+    if (!finite) {
+      s.bad[bucket] = names_[p];
+      break;
+    }
+  }
+}
+
+Tensor GradientBuckets::gradient(std::size_t param, int set) const {
+  const Set& s = sets_[static_cast<std::size_t>(set)];
+  const Tensor& flat = s.f32[layout_.bucket_of[param]];
+  const std::int64_t begin = layout_.offset[param];
+  return flat.slice_rows(begin, begin + shapes_[param].numel()).reshape(shapes_[param]);
+}
+
+std::string GradientBuckets::non_finite_parameter(int set) const {
+  for (const std::string& b : sets_[static_cast<std::size_t>(set)].bad) {
+    if (!b.empty()) return b;
+  }
+  return "";
+}
+
+std::size_t GradientBuckets::total_bytes() const {
+  std::size_t n = 0;
+  for (std::int64_t e : layout_.bucket_elements) n += static_cast<std::size_t>(e) * 4;
+  return n;
+}
+
+}  // namespace dtrain

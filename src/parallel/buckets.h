@@ -1,0 +1,86 @@
+// Gradient buckets (as in PyTorch DDP and Horovod's tensor fusion): parameters are grouped, in
+// the order their gradients become final during backward (the reverse of the order the model
+// registers them), into buckets of about `bucket_bytes`. Each bucket is one flat buffer, so one
+// allreduce moves many small gradients at once (paying the latency alpha once per bucket instead
+// of once per tensor), and a bucket's allreduce starts the moment its last gradient is final,
+// overlapping the rest of backward.
+//
+// Communication in f16 or bf16 (ChainerMN's fp16 allreduce): the f32 bucket, already divided by
+// the number of ranks so the sum stays in range, is cast to the 16-bit type, allreduced (the
+// additions are done in f32 and rounded to the 16-bit type once per addition, see comm/reduce.h),
+// and cast back to f32. That halves the bytes on the wire; each gradient element carries about
+// log2(p) + 1 roundings to 11 (f16) or 8 (bf16) significant bits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "autograd/variable.h"
+#include "comm/algorithm.h"
+#include "tensor/dtype.h"
+
+namespace dtrain {
+
+namespace comm {
+class Communicator;
+}
+
+struct BucketLayout {
+  std::vector<std::vector<std::size_t>> buckets;  // parameter indices, in readiness order
+  std::vector<std::size_t> bucket_of;             // parameter index -> bucket
+  std::vector<std::int64_t> offset;               // parameter index -> element offset in its bucket
+  std::vector<std::int64_t> bucket_elements;
+};
+
+// Groups parameters (element counts in registration order) into buckets of at most
+// bucket_bytes of f32 (a larger parameter gets a bucket of its own), walking from the last
+// parameter to the first. bucket_bytes = 0 puts every parameter in its own bucket.
+BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t bucket_bytes);
+
+class GradientBuckets {
+ public:
+  // `sets` independent copies of the buffers (2 for double buffering).
+  GradientBuckets(const std::vector<Variable>& params, std::vector<std::string> names, std::size_t bucket_bytes,
+                  DType comm_dtype, int sets);
+
+  const BucketLayout& layout() const { return layout_; }
+  std::size_t num_buckets() const { return layout_.buckets.size(); }
+
+  // Starts a step on buffer set `set`: no gradient received yet.
+  void begin(int set);
+  // Copies parameter i's gradient (undefined: zeros) into set `set`. Returns the buckets that can
+  // now be submitted, in bucket order: a bucket is released when it is complete and every bucket
+  // before it was released, so all ranks allreduce the same buckets in the same order.
+  std::vector<std::size_t> add(std::size_t param, const Tensor& grad, int set);
+  // Marks parameters that received no gradient this step as zero; returns the buckets released.
+  std::vector<std::size_t> complete(int set);
+
+  // Runs on the communication thread: scale by `scale`, cast, allreduce, cast back, and check
+  // every element is finite (the first parameter that is not is remembered for the caller).
+  void reduce(comm::Communicator& comm, std::size_t bucket, int set, comm::Algorithm algorithm, double scale);
+  // The gradient of parameter i in set `set`: a view into the bucket (no copy).
+  Tensor gradient(std::size_t param, int set) const;
+  // Name of the first parameter with a NaN or Inf after the last reduce of `set` ("" if none).
+  std::string non_finite_parameter(int set) const;
+  std::size_t total_bytes() const;
+
+ private:
+  std::vector<std::size_t> release(int set);
+
+  BucketLayout layout_;
+  std::vector<std::string> names_;
+  std::vector<Shape> shapes_;
+  DType comm_dtype_;
+  struct Set {
+    std::vector<Tensor> f32;         // per bucket
+    std::vector<Tensor> wire;        // per bucket, comm_dtype (unused for f32)
+    std::vector<int> missing;        // per bucket: gradients not yet received
+    std::vector<char> received;      // per parameter
+    std::size_t next_release = 0;
+    std::vector<std::string> bad;    // per bucket: first non-finite parameter
+  };
+  std::vector<Set> sets_;
+};
+
+}  // namespace dtrain

@@ -1,0 +1,129 @@
+#include "parallel/data_parallel.h"
+
+#include <cmath>
+
+#include "autograd/ops/loss.h"
+#include "core/timer.h"
+#include "tensor/backend.h"
+
+namespace dtrain {
+
+DataParallelUpdater::DataParallelUpdater(Module& model, Optimizer& optimizer, CommWorker& worker,
+                                         DataParallelConfig config)
+    : model_(model), optimizer_(optimizer), worker_(worker), config_(config) {
+  if (config_.accumulate < 1) throw InputError(fmt::format("--accumulate must be >= 1, got {}", config_.accumulate));
+  for (auto& [name, p] : model_.named_parameters()) {
+    params_.push_back(p);
+    names_.push_back(name);
+  }
+  // Every replica starts from rank 0's parameters and batch-norm statistics.
+  std::vector<Tensor> state;
+  for (const Variable& p : params_) state.push_back(p.data());
+  for (auto& [name, b] : model_.named_buffers()) state.push_back(b);
+  worker_.run([&state](comm::Communicator& c) {
+    for (Tensor& t : state) c.broadcast(t.raw_data(), t.nbytes(), 0);
+  });
+
+  const int sets = config_.double_buffering ? 2 : 1;
+  buckets_ = std::make_unique<GradientBuckets>(params_, names_, config_.bucket_bytes, config_.comm_dtype, sets);
+  tickets_.assign(static_cast<std::size_t>(sets), 0);
+  pending_.assign(static_cast<std::size_t>(sets), false);
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    params_[i].add_grad_ready_hook([this, i](Variable& v) {
+      if (collecting_) submit(buckets_->add(i, v.grad(), set_), set_);
+    });
+  }
+}
+
+DataParallelUpdater::~DataParallelUpdater() {
+  for (Variable& p : params_) p.clear_grad_ready_hooks();
+}
+
+void DataParallelUpdater::submit(const std::vector<std::size_t>& buckets, int set) {
+  const double scale = 1.0 / (static_cast<double>(worker_.communicator().size()) * config_.accumulate);
+  for (std::size_t b : buckets) {
+    tickets_[static_cast<std::size_t>(set)] = worker_.submit([this, b, set, scale](comm::Communicator& c) {
+      buckets_->reduce(c, b, set, config_.algorithm, scale);
+    });
+  }
+}
+
+void DataParallelUpdater::forward_backward(const Batch& batch, std::int64_t iteration, StepResult& r) {
+  const std::int64_t n = batch.x.size(0);
+  const int k = config_.accumulate;
+  if (n % k != 0) {
+    throw InputError(fmt::format("--accumulate {} must divide the per-rank batch {} evenly", k, n));
+  }
+  optimizer_.zero_grad();
+  buckets_->begin(set_);
+  double loss_sum = 0;
+  for (int m = 0; m < k; ++m) {
+    const std::int64_t lo = n / k * m, hi = n / k * (m + 1);
+    const Tensor x = k == 1 ? batch.x : batch.x.slice_rows(lo, hi);
+    const Tensor y = k == 1 ? batch.y : batch.y.slice_rows(lo, hi);
+    Stopwatch sw;
+    Variable logits = model_(Variable(x));
+    Variable loss = ops::softmax_cross_entropy(logits, y);
+    const double value = loss.data().item();
+    if (!std::isfinite(value)) {
+      throw NumericError(fmt::format(
+          "the loss became {} at step {} on rank {} (0-based global iteration); training stopped before the update. "
+          "Lower --lr, add --warmup-epochs, or check the input data",
+          value, iteration, worker_.communicator().rank()));
+    }
+    loss_sum += value;
+    r.correct += ops::count_correct(logits.data(), y);
+    r.times.forward += sw.seconds();
+    sw.reset();
+    collecting_ = m == k - 1;
+    loss.backward();
+    collecting_ = false;
+    r.times.backward += sw.seconds();
+  }
+  r.loss = loss_sum / k;
+  r.samples = n;
+  submit(buckets_->complete(set_), set_);  // parameters that got no gradient this step
+  pending_[static_cast<std::size_t>(set_)] = true;
+}
+
+void DataParallelUpdater::apply(int set, std::int64_t iteration, StepResult& r) {
+  Stopwatch sw;
+  worker_.wait(tickets_[static_cast<std::size_t>(set)]);
+  r.times.comm += sw.seconds();
+  pending_[static_cast<std::size_t>(set)] = false;
+  const std::string bad = buckets_->non_finite_parameter(set);
+  if (!bad.empty()) {
+    throw NumericError(fmt::format("NaN or Inf in the allreduced gradient of '{}' at step {}; training stopped "
+                                   "before the update. Lower --lr or add --warmup-epochs",
+                                   bad, iteration));
+  }
+  sw.reset();
+  for (std::size_t i = 0; i < params_.size(); ++i) params_[i].set_grad(buckets_->gradient(i, set));
+  optimizer_.step();
+  r.times.update += sw.seconds();
+}
+
+StepResult DataParallelUpdater::update(const Batch& batch, std::int64_t iteration) {
+  StepResult r;
+  forward_backward(batch, iteration, r);
+  if (!config_.double_buffering) {
+    apply(set_, iteration, r);
+    return r;
+  }
+  const int previous = 1 - set_;
+  if (pending_[static_cast<std::size_t>(previous)]) apply(previous, pending_iteration_, r);
+  pending_iteration_ = iteration;
+  set_ = previous;
+  return r;
+}
+
+void DataParallelUpdater::flush() {
+  if (!config_.double_buffering) return;
+  const int last = 1 - set_;
+  if (pending_[static_cast<std::size_t>(last)]) {
+    StepResult r;
+    apply(last, pending_iteration_, r);
+  }
+}
+
+}  // namespace dtrain

@@ -1,0 +1,243 @@
+// Data-parallel training on the local-threads backend (each rank a thread): p ranks with batch B
+// each follow the loss curve of one process with batch p*B, for every algorithm; accumulation,
+// double buffering, f16/bf16 communication and the NaN check behave as documented.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <mutex>
+
+#include "autograd/ops.h"
+#include "comm/local_transport.h"
+#include "core/random.h"
+#include "core/threads.h"
+#include "nn/activation.h"
+#include "nn/linear.h"
+#include "nn/models/models.h"
+#include "nn/sequential.h"
+#include "parallel/data_parallel.h"
+
+namespace dtrain {
+namespace {
+
+constexpr int kSteps = 12;
+
+Dataset data() {
+  static const Dataset ds = make_synthetic_dataset(4096, 1, 28, 28, 10, 7);
+  return ds;
+}
+
+struct TrainRun {
+  std::vector<double> losses;      // per step, averaged over ranks
+  std::vector<float> parameters;   // rank 0's, flattened, after the last step
+};
+
+// Trains `model` for kSteps with global batch `global_batch` split over `world` ranks.
+TrainRun train(const std::string& model_name, int world, std::int64_t global_batch, const DataParallelConfig& config) {
+  const Dataset ds = data();
+  TrainRun out;
+  out.losses.assign(kSteps, 0.0);
+  std::mutex mu;
+  auto body = [&](int rank, comm::Communicator* comm) {
+    set_num_threads(1);
+    Rng rng(3);
+    auto model = make_model(model_name, {1, 28, 28, 10}, rng);
+    OptimizerConfig oc;
+    oc.lr = 0.05;
+    auto opt = make_optimizer(oc, model->parameters());
+    const Sampler sampler(ds.size(), SamplerConfig::train(global_batch / world, 11, rank, world));
+    std::unique_ptr<CommWorker> worker;
+    std::unique_ptr<Updater> updater;
+    if (comm != nullptr) {
+      worker = std::make_unique<CommWorker>(*comm);
+      updater = std::make_unique<DataParallelUpdater>(*model, *opt, *worker, config);
+    } else {
+      updater = std::make_unique<StandardUpdater>(*model, *opt);
+    }
+    Loader loader(ds, sampler, 0, LoaderOptions{0, {}, {}, 0, {}});
+    for (int step = 0; step < kSteps; ++step) {
+      auto batch = loader.next();
+      const StepResult r = updater->update(*batch, step);
+      std::lock_guard lock(mu);
+      out.losses[static_cast<std::size_t>(step)] += r.loss / world;
+    }
+    updater->flush();
+    if (rank == 0) {
+      for (auto& p : model->parameters()) {
+        auto v = p.data().to_vector();
+        out.parameters.insert(out.parameters.end(), v.begin(), v.end());
+      }
+    }
+    updater.reset();
+    worker.reset();
+  };
+  if (world == 1 && config.accumulate == 0) {
+    body(0, nullptr);
+  } else {
+    comm::run_local(world, [&](comm::Communicator& c) { body(c.rank(), &c); });
+  }
+  return out;
+}
+
+TrainRun single_process(const std::string& model, std::int64_t batch) {
+  DataParallelConfig none;
+  none.accumulate = 0;  // marker: StandardUpdater
+  return train(model, 1, batch, none);
+}
+
+double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]) / std::abs(b[i]));
+  return worst;
+}
+
+class EveryAlgorithm : public ::testing::TestWithParam<comm::Algorithm> {};
+
+TEST_P(EveryAlgorithm, TwoRanksFollowTheSingleProcessLossCurve) {
+  const TrainRun reference = single_process("mlp", 64);
+  DataParallelConfig c;
+  c.algorithm = GetParam();
+  c.bucket_bytes = 256 << 10;  // several buckets
+  const TrainRun dp = train("mlp", 2, 64, c);
+  EXPECT_LT(max_relative_difference(dp.losses, reference.losses), 1e-4);
+  ASSERT_EQ(dp.parameters.size(), reference.parameters.size());
+  for (std::size_t i = 0; i < dp.parameters.size(); i += 97) EXPECT_NEAR(dp.parameters[i], reference.parameters[i], 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, EveryAlgorithm,
+                         ::testing::Values(comm::Algorithm::kRing, comm::Algorithm::kTree, comm::Algorithm::kButterfly,
+                                           comm::Algorithm::kOneToAll, comm::Algorithm::kAuto),
+                         [](const auto& p) { return std::string(comm::algorithm_name(p.param)); });
+
+TEST(DataParallel, ThreeRanksLeNet) {
+  const TrainRun reference = single_process("lenet", 48);
+  DataParallelConfig c;
+  const TrainRun dp = train("lenet", 3, 48, c);
+  EXPECT_LT(max_relative_difference(dp.losses, reference.losses), 1e-4);
+}
+
+TEST(DataParallel, AccumulationMatchesOneBigBatch) {
+  const TrainRun reference = single_process("mlp", 64);
+  DataParallelConfig c;
+  c.accumulate = 4;
+  const TrainRun dp = train("mlp", 2, 64, c);
+  EXPECT_LT(max_relative_difference(dp.losses, reference.losses), 1e-4);
+}
+
+TEST(DataParallel, HalfPrecisionCommunicationStaysClose) {
+  const TrainRun reference = single_process("mlp", 64);
+  for (DType t : {DType::kF16, DType::kBF16}) {
+    DataParallelConfig c;
+    c.comm_dtype = t;
+    const TrainRun dp = train("mlp", 2, 64, c);
+    EXPECT_LT(max_relative_difference(dp.losses, reference.losses), t == DType::kF16 ? 1e-2 : 3e-2) << dtype_name(t);
+    EXPECT_GT(max_relative_difference(dp.losses, reference.losses), 0.0) << "the wire type had no effect";
+  }
+}
+
+// One process applying, after step t's backward, the gradient of step t-1: what double
+// buffering computes.
+std::vector<double> single_process_one_step_stale(std::int64_t batch) {
+  const Dataset ds = data();
+  Rng rng(3);
+  auto model = make_model("mlp", {1, 28, 28, 10}, rng);
+  OptimizerConfig oc;
+  oc.lr = 0.05;
+  auto opt = make_optimizer(oc, model->parameters());
+  const Sampler sampler(ds.size(), SamplerConfig::train(batch, 11));
+  Loader loader(ds, sampler, 0, LoaderOptions{0, {}, {}, 0, {}});
+  std::vector<double> losses;
+  std::vector<Tensor> previous;
+  for (int step = 0; step < kSteps; ++step) {
+    auto b = loader.next();
+    opt->zero_grad();
+    Variable loss = ops::softmax_cross_entropy((*model)(Variable(b->x)), b->y);
+    losses.push_back(loss.data().item());
+    loss.backward();
+    std::vector<Tensor> current;
+    for (auto& p : model->parameters()) current.push_back(p.grad().clone());
+    if (!previous.empty()) {
+      auto params = model->parameters();
+      for (std::size_t i = 0; i < params.size(); ++i) params[i].set_grad(previous[i]);
+      opt->step();
+    }
+    previous = std::move(current);
+  }
+  return losses;
+}
+
+TEST(DataParallel, DoubleBufferingUpdatesWithOneStepStaleGradients) {
+  DataParallelConfig c;
+  c.double_buffering = true;
+  const TrainRun dp = train("mlp", 2, 64, c);
+  const std::vector<double> stale = single_process_one_step_stale(64);
+  EXPECT_LT(max_relative_difference(dp.losses, stale), 1e-4);
+  const TrainRun fresh = single_process("mlp", 64);
+  EXPECT_GT(max_relative_difference(dp.losses, fresh.losses), 1e-4) << "double buffering changed nothing";
+}
+
+TEST(Buckets, ReverseOrderAndThreshold) {
+  // Parameters of 100, 200, 50, 400 elements with 1 KiB buckets (256 f32), walked from the last.
+  const BucketLayout l = plan_buckets({100, 200, 50, 400}, 1024);
+  ASSERT_EQ(l.buckets.size(), 3u);
+  EXPECT_EQ(l.buckets[0], (std::vector<std::size_t>{3}));
+  EXPECT_EQ(l.buckets[1], (std::vector<std::size_t>{2, 1}));
+  EXPECT_EQ(l.buckets[2], (std::vector<std::size_t>{0}));
+  EXPECT_EQ(l.offset[1], 50);
+  EXPECT_EQ(plan_buckets({10, 10, 10}, 0).buckets.size(), 3u);
+}
+
+TEST(Buckets, ReleasedInOrderOnlyWhenComplete) {
+  std::vector<Variable> ps{Variable(Tensor::zeros({4}), true), Variable(Tensor::zeros({4}), true),
+                           Variable(Tensor::zeros({4}), true)};
+  GradientBuckets b(ps, {"a", "b", "c"}, 0, DType::kF32, 1);  // one bucket each: c, b, a
+  b.begin(0);
+  EXPECT_TRUE(b.add(1, Tensor::full({4}, 1.0), 0).empty()) << "bucket of b waits for the one of c";
+  EXPECT_EQ(b.add(2, Tensor::full({4}, 2.0), 0), (std::vector<std::size_t>{0, 1}));
+  EXPECT_EQ(b.complete(0), (std::vector<std::size_t>{2}));
+  EXPECT_EQ(b.gradient(0, 0).to_vector(), std::vector<float>(4, 0.0f));
+  EXPECT_EQ(b.gradient(2, 0).to_vector(), std::vector<float>(4, 2.0f));
+}
+
+// An identity op whose gradient is NaN on rank 1: the allreduced gradient is NaN everywhere.
+class PoisonGradient : public Module {
+ public:
+  explicit PoisonGradient(bool poison) : Module("poison"), poison_(poison) {}
+  Variable forward(const Variable& x) override {
+    return Variable::from_op(x.data(), "poison", {x}, [p = poison_](const Tensor& g) {
+      Tensor d = g.clone();
+      if (p) d.fill(std::nan(""));
+      return std::vector<Tensor>{d};
+    });
+  }
+
+ private:
+  bool poison_;
+};
+
+TEST(DataParallel, NonFiniteGradientStopsNamingStepAndParameter) {
+  std::vector<std::string> errors(2);
+  comm::run_local(2, [&](comm::Communicator& c) {
+    set_num_threads(1);
+    Rng rng(1);
+    Sequential model;
+    model.add("flatten", std::make_shared<Flatten>());
+    model.add("fc", std::make_shared<Linear>(784, 10, true, rng));
+    model.add("poison", std::make_shared<PoisonGradient>(c.rank() == 1));
+    auto opt = make_optimizer({}, model.parameters());
+    CommWorker worker(c);
+    DataParallelUpdater up(model, *opt, worker, {});
+    Batch b{Tensor::full({4, 1, 28, 28}, 0.5), Tensor::from_labels({1, 2, 3, 4}), {}};
+    try {
+      up.update(b, 7);
+    } catch (const NumericError& e) {
+      errors[static_cast<std::size_t>(c.rank())] = e.what();
+    }
+  });
+  for (const std::string& e : errors) {
+    EXPECT_NE(e.find("'fc."), std::string::npos) << e;
+    EXPECT_NE(e.find("step 7"), std::string::npos) << e;
+  }
+}
+
+}  // namespace
+}  // namespace dtrain
