@@ -12,6 +12,7 @@
 #include "optim/optimizer.h"
 #include "parallel/data_parallel.h"
 #include "tensor/allocator.h"
+#include "tensor/kernels/cpu/gemm.h"
 
 namespace dtrain::cli {
 namespace {
@@ -32,10 +33,15 @@ struct BenchTrainOptions {
   std::string comm_dtype = "f32";
   double bucket_mb = 1.0;
   bool double_buffering = false;
+  std::string gemm = "onednn";
 };
 
 int bench_train(const BenchTrainOptions& o) {
   set_num_threads(o.threads);
+  if (o.gemm != "onednn" && o.gemm != "openblas") {
+    throw InputError(fmt::format("--gemm must be onednn or openblas, got '{}'", o.gemm));
+  }
+  set_gemm_library(o.gemm == "openblas" ? GemmLibrary::kOpenBlas : GemmLibrary::kOneDnn);
   const bool cifar = o.model.rfind("resnet", 0) == 0;
   // Same inputs as the PyTorch peer (shared/peers/torch_train.py): resnets see 3x32x32 images.
   const ModelInput in = cifar ? ModelInput{3, 32, 32, 10} : ModelInput{1, 28, 28, 10};
@@ -85,10 +91,10 @@ int bench_train(const BenchTrainOptions& o) {
   fmt::print(
       "dtrain model={} batch={} threads={} steps={} samples_per_s={:.1f} step_ms={:.3f} gflops={:.1f} "
       "peak_fraction={:.3f} train_mflop_per_sample={:.1f} peak_rss_mb={:.1f} minor_faults_per_step={:.1f} "
-      "blas={} ranks={} forward_ms={:.3f} backward_ms={:.3f} comm_ms={:.3f} update_ms={:.3f}\n",
+      "blas={} gemm={} ranks={} forward_ms={:.3f} backward_ms={:.3f} comm_ms={:.3f} update_ms={:.3f}\n",
       o.model, o.batch, o.threads, o.steps, samples_per_s, 1e3 * seconds / o.steps, gflops / group.size,
       gflops / group.size / peak, (cost.forward_flops + cost.backward_flops) / 1e6, after.peak_rss_mb,
-      static_cast<double>(after.minor_faults - before.minor_faults) / o.steps, openblas_build(), group.size,
+      static_cast<double>(after.minor_faults - before.minor_faults) / o.steps, openblas_build(), o.gemm, group.size,
       1e3 * phases.forward / o.steps, 1e3 * phases.backward / o.steps, 1e3 * phases.comm / o.steps,
       1e3 * phases.update / o.steps);
   return 0;
@@ -117,6 +123,10 @@ Action register_bench(CLI::App& app) {
       ->capture_default_str();
   train->add_option("--bucket-mb", o->bucket_mb, "Under mpirun: gradient bucket size in MiB")->capture_default_str();
   train->add_flag("--double-buffering", o->double_buffering, "Under mpirun: one-step-stale gradients");
+  train->add_option("--gemm", o->gemm,
+                    "Library of the linear layers' sgemm: onednn (AVX-512 here) or openblas (follows "
+                    "OPENBLAS_CORETYPE, which this environment sets to Haswell: AVX2)")
+      ->capture_default_str();
   return [train, o]() { return train->parsed() ? bench_train(*o) : -1; };
 }
 
