@@ -6,42 +6,53 @@
 namespace dtrain::comm::detail {
 namespace {
 
-// Scatter-reduce steps. Reduced chunks of steps 0..p-3 are forwarded into list 2 (they feed the
-// next step); those of the last step, which are this rank's finished block, are forwarded into
-// `final_sends` when the all-gather follows (nullptr: reduce-scatter alone).
+// Scatter-reduce steps. Incoming chunks pass through the receive window (collective.h); reduced
+// chunks of steps 0..p-3 are forwarded into list 2 (they feed the next step); those of the last
+// step, which are this rank's finished block, are forwarded into `final_sends` when the
+// all-gather follows (nullptr: reduce-scatter alone).
 void scatter_reduce(Collective& c, std::byte* d, std::size_t count, DType dtype, std::vector<Request>* final_sends) {
   const int p = c.size(), r = c.rank();
   const int next = mod(r + 1, p), prev = mod(r - 1, p);
   const std::size_t elem = dtype_size(dtype);
-  const std::size_t half = block_of(count, p, 0).count * elem;  // block 0 is the largest
-  std::byte* tmp = c.scratch.get(2 * half);
   const std::size_t step = c.chunk_elems(elem);
-  auto& recvs = c.list(0);
-  auto& ahead = c.list(1);
+  const std::size_t largest = block_of(count, p, 0).count;  // block 0 is the largest
+  const std::size_t slot = c.slot_bytes(largest, elem);
+  std::byte* slots = c.recv_slots(largest, elem);
+  auto& recvs = c.list(0);  // receive g of the whole scatter-reduce is recvs[g], in slot g % kRecvSlots
   auto& sends = c.list(2);
 
-  auto post_step_recvs = [&](int s, std::vector<Request>& out) {
-    c.post_recv(out, tmp + static_cast<std::size_t>(s & 1) * half, block_of(count, p, mod(r - 2 - s, p)).count, elem,
-                prev);
+  // The receive stream runs through the blocks of steps 0 .. p-2 in order; post_next posts its
+  // next chunk (called once per slot up front, then whenever a slot has been consumed).
+  int post_step = 0;
+  std::size_t post_off = 0;
+  auto post_next = [&] {
+    for (; post_step <= p - 2; ++post_step, post_off = 0) {
+      const std::size_t n = block_of(count, p, mod(r - 2 - post_step, p)).count;
+      if (post_off < n) {
+        const std::size_t m = std::min(step, n - post_off);
+        recvs.push_back(c.transport.irecv(slots + (recvs.size() % kRecvSlots) * slot, m * elem, prev, c.tag));
+        post_off += m;
+        return;
+      }
+    }
   };
-  post_step_recvs(0, recvs);
+  for (std::size_t i = 0; i < kRecvSlots; ++i) post_next();
   const Block first = block_of(count, p, mod(r - 1, p));
   c.post_send(sends, d + first.offset * elem, first.count, elem, next);
+  std::size_t g = 0;
   for (int s = 0; s <= p - 2; ++s) {
-    if (s + 1 <= p - 2) post_step_recvs(s + 1, ahead);  // keep one step of receives posted ahead
     const Block b = block_of(count, p, mod(r - 2 - s, p));
-    const std::byte* in = tmp + static_cast<std::size_t>(s & 1) * half;
     std::vector<Request>* forward = s < p - 2 ? &sends : final_sends;
-    for (std::size_t i = 0; i < recvs.size(); ++i) {
-      c.wait(recvs[i]);
-      const std::size_t off = i * step, n = std::min(step, b.count - off);
+    for (std::size_t off = 0; off < b.count; off += step, ++g) {
+      c.wait(recvs[g]);
+      const std::size_t n = std::min(step, b.count - off);
       std::byte* dst = d + (b.offset + off) * elem;
-      c.reduce(dst, in + off * elem, n, dtype);
+      c.reduce(dst, slots + (g % kRecvSlots) * slot, n, dtype);
       if (forward != nullptr) forward->push_back(c.transport.isend(dst, n * elem, next, c.tag));
+      post_next();
     }
-    recvs.clear();
-    std::swap(recvs, ahead);
   }
+  recvs.clear();
   // The all-gather overwrites the blocks these sends read from.
   c.wait_all(sends);
 }
