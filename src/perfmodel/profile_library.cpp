@@ -47,6 +47,12 @@ ProfileFragment builtin(const std::string& folder, const std::string& name) {
   return read_profile_file(fmt::format("{}/{}/{}.json", profile_library_dir(), folder, name));
 }
 
+LinkProfile builtin_link(const std::string& folder, const std::string& name) {
+  const ProfileFragment f = builtin(folder, name);
+  if (!f.link) throw DataError(fmt::format("built-in profile {}/{}.json has no 'link'", folder, name));
+  return *f.link;
+}
+
 // The parts set so far.
 struct Parts {
   std::optional<DeviceProfile> device;
@@ -83,17 +89,20 @@ void apply_term(const std::string& term, Parts& p, const ProfileNames& names) {
     return;
   }
   if (contains(names.networks, term)) {
-    p.network = builtin("networks", term).link;
+    p.network = builtin_link("networks", term);
     return;
   }
   // [Kx]DEVICE[-LINK]
   int per_node = 0;
   std::string rest = term;
   const std::size_t x = term.find('x');
-  if (x != std::string::npos && x > 0 && std::all_of(term.begin(), term.begin() + static_cast<long>(x), ::isdigit)) {
-    per_node = std::atoi(term.substr(0, x).c_str());
+  const auto digit = [](char ch) { return ch >= '0' && ch <= '9'; };
+  if (x != std::string::npos && x > 0 && std::all_of(term.begin(), term.begin() + static_cast<long>(x), digit)) {
+    per_node = x > 6 ? 0 : std::stoi(term.substr(0, x));
     rest = term.substr(x + 1);
-    if (per_node < 1) throw InputError(fmt::format("--profile term '{}': accelerators per node must be >= 1", term));
+    if (per_node < 1) {
+      throw InputError(fmt::format("--profile term '{}': accelerators per node must be 1 to 999999", term));
+    }
   }
   for (const std::string& d : names.devices) {
     if (rest != d && rest.rfind(d + "-", 0) != 0) continue;
@@ -115,7 +124,7 @@ void apply_term(const std::string& term, Parts& p, const ProfileNames& names) {
       throw InputError(fmt::format("--profile term '{}': unknown intra-node link '{}'; valid: nvlink, {}", term, link,
                                    fmt::join(names.links, ", ")));
     }
-    p.node->intra_link = *builtin("links", link).link;
+    p.node->intra_link = builtin_link("links", link);
     return;
   }
   throw InputError(fmt::format("unknown hardware '{}' in --profile; valid: {}", term, valid_names(names)));

@@ -184,6 +184,7 @@ TEST(Profile, UnknownHardwareListsWhatIsValid) {
   expect_contains(message("2xknl-nvlink"), "knl has no NVLink");
   expect_contains(message("ib-fdr"), "names no device; add one in front, e.g. p100+ib-fdr");
   expect_contains(message("p100++ib-fdr"), "empty term");
+  expect_contains(message("0xp100"), "accelerators per node must be 1 to 999999");
   expect_contains(message("/nonexistent/profile.json"), "cannot open profile file '/nonexistent/profile.json'");
   expect_contains(message(""), "--profile is empty");
 }

@@ -218,6 +218,13 @@ TEST(AllreduceTime, SampledSlowestRankEqualsTheFullScan) {
             << algorithm_name(a) << " p=" << p << " n=" << n;
       }
     }
+    for (int p : {1000, 1024}) {  // the sizes dtrain predict is asked about
+      for (std::size_t n : {std::size_t{1500}, std::size_t{262144 + 5}}) {
+        EXPECT_DOUBLE_EQ(slowest_rank_seconds(a, p, n, DType::kF16, m, comm::kDefaultChunkBytes),
+                         comm::predict_allreduce_seconds(a, p, n, DType::kF16, m))
+            << algorithm_name(a) << " p=" << p << " n=" << n;
+      }
+    }
   }
 }
 
