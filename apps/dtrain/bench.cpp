@@ -117,7 +117,8 @@ Action register_bench(CLI::App& app) {
       ->capture_default_str();
   train->add_option("--bucket-mb", o->bucket_mb, "Under mpirun: gradient bucket size in MiB")->capture_default_str();
   train->add_flag("--double-buffering", o->double_buffering, "Under mpirun: one-step-stale gradients");
-  return [train, o]() { return train->parsed() ? bench_train(*o) : -1; };
+  Action allreduce = register_bench_allreduce(*bench);
+  return [train, o, allreduce]() { return train->parsed() ? bench_train(*o) : allreduce(); };
 }
 
 }  // namespace dtrain::cli

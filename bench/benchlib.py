@@ -1,0 +1,87 @@
+"""Helpers shared by the distributed benchmark scripts in this folder: where the binaries and the
+peers are, how to start mpirun, running a command and reading its key=value output, and the
+machine's load (the development machine is shared, so every table records the load it ran under).
+"""
+import os, re, signal, statistics, subprocess, sys, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DEFAULT_DTRAIN = os.path.join(ROOT, "build/release/bin/dtrain")
+DEFAULT_PEERS = os.path.join(os.path.dirname(ROOT), "shared/peers")
+NETNS_HOSTS = os.path.join(ROOT, "tools/netns_hosts.sh")
+# --bind-to none: with more ranks than the binding policy expects, Open MPI would pin ranks to
+# cores that other ranks also use.
+MPIRUN = ["mpirun", "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+median = statistics.median
+
+
+def add_common_args(parser):
+    parser.add_argument("--dtrain", default=DEFAULT_DTRAIN, help="the dtrain binary")
+    parser.add_argument("--peers", default=DEFAULT_PEERS, help="the shared peers folder")
+    parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions (medians are printed)")
+
+
+def run(cmd, env=None, timeout=900):
+    """Runs cmd, returns its stdout; exits with its output on failure."""
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    if p.returncode != 0:
+        sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
+    return p.stdout
+
+
+def run_until_line(cmd, pattern, env=None, timeout=900, grace=15):
+    """Runs cmd until a stdout line matches `pattern`, then gives it `grace` seconds to exit and
+    kills its process group if it does not (torch 1.13 DDP can deadlock at interpreter exit after
+    printing its result). Returns the matching line."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                         start_new_session=True)
+    found, lines, start = None, [], time.time()
+    for line in p.stdout:
+        lines.append(line)
+        if re.search(pattern, line):
+            found = line
+            break
+        if time.time() - start > timeout:
+            break
+    try:
+        p.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    if found is None:
+        sys.exit(f"no line matching {pattern!r} from: {' '.join(cmd)}\n{''.join(lines)}")
+    return found
+
+
+def fields(text, prefix="dtrain"):
+    """key=value pairs of the first line of `text` starting with `prefix`, numbers as floats."""
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            out = {}
+            for k, v in re.findall(r"(\w+)=(\S+)", line):
+                try:
+                    out[k] = float(v)
+                except ValueError:
+                    out[k] = v
+            return out
+    raise ValueError(f"no line starting with {prefix!r} in:\n{text}")
+
+
+def load():
+    return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+def header(title):
+    print(f"# {title}")
+    print(f"# {time.strftime('%Y-%m-%d %H:%M:%S')}, {os.cpu_count()} cores, {load()} (start)", flush=True)
+
+
+def footer():
+    print(f"# {load()} (end)", flush=True)
+
+
+def size_label(b):
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if b >= 1 << shift and b % (1 << shift) == 0:
+            return f"{b >> shift} {unit}"
+    return f"{b} B"
