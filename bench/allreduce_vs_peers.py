@@ -18,12 +18,14 @@ import benchlib as bl
 def dtrain_table(a):
     """{(algorithm, bytes): busbw} from one `dtrain bench allreduce` run."""
     out = bl.run(bl.MPIRUN + ["-np", str(a.np), a.dtrain, "bench", "allreduce", "--dtype", a.dtype, "--repeats",
-                              str(a.inner_repeats), "--max-bytes", a.max_bytes])
+                              str(a.inner_repeats), "--max-bytes", a.max_bytes, "--chunk-kb", a.chunk_kb])
     table = {}
+    several = "," in a.chunk_kb
     for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 6 and parts[0].isdigit():
-            table[(parts[1], int(parts[0]))] = float(parts[4])
+        parts = line.split()  # bytes algorithm chunk_kb time_us algbw busbw iters
+        if len(parts) == 7 and parts[0].isdigit():
+            name = f"{parts[1]}@{parts[2]}" if several and parts[1] != "mpi" else parts[1]
+            table[(name, int(parts[0]))] = float(parts[5])
     return table
 
 
@@ -51,6 +53,7 @@ def main():
     ap.add_argument("--dtype", default="f32", help="dtrain's wire type (Gloo always runs f32)")
     ap.add_argument("--max-bytes", default="64M")
     ap.add_argument("--inner-repeats", type=int, default=3, help="--repeats of each dtrain bench run")
+    ap.add_argument("--chunk-kb", default="256", help="dtrain's pipeline chunk(s), KiB (a list: each is a column)")
     ap.add_argument("--no-gloo", action="store_true")
     a = ap.parse_args()
     bl.header(f"allreduce busbw (GB/s), np={a.np}, dtype={a.dtype}, medians of {a.reps} interleaved runs "
@@ -63,10 +66,12 @@ def main():
             for key, v in gloo_table(a).items():
                 gloo[key].append(v)
     busbw = {key: bl.median(v) for key, v in runs.items()}
-    algorithms = [x for x in ("ring", "tree", "butterfly", "onetoall") if any(k[0] == x for k in busbw)]
+    algorithms = sorted({k[0] for k in busbw if k[0] != "mpi"},
+                        key=lambda n: (["ring", "tree", "butterfly", "onetoall"].index(n.split("@")[0]), n))
     sizes = sorted({k[1] for k in busbw})
-    cols = "".join(f"{x:>10}" for x in algorithms)
-    print(f"{'size':>9}{cols}{'MPI':>10}{'Gloo':>10}  {'best':>9} {'best/MPI':>8} {'best/Gloo':>9}")
+    w = max(10, max(len(x) for x in algorithms) + 1)
+    cols = "".join(f"{x:>{w}}" for x in algorithms)
+    print(f"{'size':>9}{cols}{'MPI':>10}{'Gloo':>10}  {'best':>{w}} {'best/MPI':>8} {'best/Gloo':>9}")
     misses = []
     for b in sizes:
         own = {x: busbw[(x, b)] for x in algorithms if (x, b) in busbw}
@@ -77,8 +82,8 @@ def main():
         r_gloo = own[best] / g if g else float("nan")
         if b >= 64 << 10 and mpi and r_mpi < 1.0:
             misses.append(bl.size_label(b))
-        print(f"{bl.size_label(b):>9}" + "".join(f"{own.get(x, float('nan')):10.3f}" for x in algorithms) +
-              f"{mpi if mpi else float('nan'):10.3f}{g if g else float('nan'):10.3f}  {best:>9} {r_mpi:8.2f} "
+        print(f"{bl.size_label(b):>9}" + "".join(f"{own.get(x, float('nan')):{w}.3f}" for x in algorithms) +
+              f"{mpi if mpi else float('nan'):10.3f}{g if g else float('nan'):10.3f}  {best:>{w}} {r_mpi:8.2f} "
               f"{r_gloo:9.1f}", flush=True)
     print("# target best/MPI >= 1.0 at every size >= 64 KiB: " + ("met" if not misses else "missed at " + ", ".join(misses)))
     bl.footer()

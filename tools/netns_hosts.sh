@@ -70,9 +70,21 @@ cmd_check() {
 }
 
 cmd_down() {
-  # Deleting a namespace deletes the veth end inside it, and so its peer.
+  # Processes still inside (a daemon cut off from mpirun when the link went down, a rank stuck
+  # in MPI_Abort) would keep the namespace alive after `ip netns del`: end them first, by pid.
+  # Deleting a namespace then deletes the veth end inside it, and so its peer.
   for ns in "$H1" "$H2"; do
-    if [ -e "/run/netns/$ns" ]; then ip netns del "$ns"; fi
+    if [ -e "/run/netns/$ns" ]; then
+      local pids
+      pids=$(ip netns pids "$ns" 2>/dev/null || true)
+      if [ -n "$pids" ]; then
+        kill -TERM $pids 2>/dev/null || true
+        sleep 1
+        pids=$(ip netns pids "$ns" 2>/dev/null || true)
+        if [ -n "$pids" ]; then kill -KILL $pids 2>/dev/null || true; fi
+      fi
+      ip netns del "$ns"
+    fi
   done
 }
 
