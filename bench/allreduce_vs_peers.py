@@ -56,10 +56,12 @@ def main():
     ap.add_argument("--chunk-kb", default="256", help="dtrain's pipeline chunk(s), KiB (a list: each is a column)")
     ap.add_argument("--no-gloo", action="store_true")
     a = ap.parse_args()
+    waited = 0.0
     bl.header(f"allreduce busbw (GB/s), np={a.np}, dtype={a.dtype}, medians of {a.reps} interleaved runs "
               f"(each dtrain run itself the median of {a.inner_repeats} interleaved rounds)")
     runs, gloo = collections.defaultdict(list), collections.defaultdict(list)
     for _ in range(a.reps):
+        waited += bl.wait_quiet(a.quiet, a.quiet_max)
         for key, v in dtrain_table(a).items():
             runs[key].append(v)
         if not a.no_gloo:
@@ -86,6 +88,8 @@ def main():
               f"{mpi if mpi else float('nan'):10.3f}{g if g else float('nan'):10.3f}  {best:>{w}} {r_mpi:8.2f} "
               f"{r_gloo:9.1f}", flush=True)
     print("# target best/MPI >= 1.0 at every size >= 64 KiB: " + ("met" if not misses else "missed at " + ", ".join(misses)))
+    if a.quiet:
+        print(f"# waited {waited:.0f} s in all for moments with at most {a.quiet} runnable threads")
     bl.footer()
 
 

@@ -19,6 +19,9 @@ def add_common_args(parser):
     parser.add_argument("--dtrain", default=DEFAULT_DTRAIN, help="the dtrain binary")
     parser.add_argument("--peers", default=DEFAULT_PEERS, help="the shared peers folder")
     parser.add_argument("--reps", type=int, default=3, help="interleaved repetitions (medians are printed)")
+    parser.add_argument("--quiet", type=int, default=0,
+                        help="before each run, wait until at most this many threads are runnable (0: don't)")
+    parser.add_argument("--quiet-max", type=float, default=120, help="longest wait for a quiet moment, seconds")
 
 
 def run(cmd, env=None, timeout=900):
@@ -65,6 +68,36 @@ def fields(text, prefix="dtrain"):
                     out[k] = v
             return out
     raise ValueError(f"no line starting with {prefix!r} in:\n{text}")
+
+
+def runnable():
+    """Threads running or ready to run right now, machine-wide (this one included)."""
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("procs_running"):
+                return int(line.split()[1])
+    return 0
+
+
+def wait_quiet(limit, max_wait=120):
+    """Waits (up to max_wait seconds) until the machine has been quiet for 3 s: at most `limit`
+    runnable threads (this script's own included) in each of 12 samples. limit <= 0: no wait.
+    Returns the seconds waited. A shared machine's load comes and goes; measuring in its quiet
+    moments gives figures closer to an idle machine's without stopping anybody else's work."""
+    if limit <= 0:
+        return 0.0
+    start = time.time()
+    while time.time() - start < max_wait:
+        ok = True
+        for _ in range(12):
+            if runnable() > limit:
+                ok = False
+                break
+            time.sleep(0.25)
+        if ok:
+            return time.time() - start
+        time.sleep(1)
+    return time.time() - start
 
 
 def load():

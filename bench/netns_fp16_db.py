@@ -39,6 +39,7 @@ def main():
     check = subprocess.run(hosts + ["check"], env=env, capture_output=True, text=True)
     if check.returncode != 0:
         sys.exit(check.stderr.strip())
+    waited = 0.0
     bl.header(f"f16 + double buffering vs f32 between 2 network namespaces, link {a.rate or 'unshaped'}, "
               f"batch {a.batch} per rank, 1 thread, medians of {a.reps} interleaved runs")
     bl.run(hosts + ["up"] + (["--rate", a.rate] if a.rate else []), env=env)
@@ -49,6 +50,7 @@ def main():
             steps = max(1, int(STEPS.get(model, 50) * a.steps_scale))
             r = collections.defaultdict(list)
             for _ in range(a.reps):
+                waited += bl.wait_quiet(a.quiet, a.quiet_max)
                 for name, flags in CONFIGS.items():
                     out = bl.run(hosts + ["mpirun", "-np", "2", "--host", "10.78.0.1:1,10.78.0.2:1", a.dtrain, "bench",
                                           "train", "--model", model, "--batch", str(a.batch), "--threads", "1",
@@ -64,6 +66,8 @@ def main():
                   flush=True)
     finally:
         subprocess.run(hosts + ["down"], env=env)
+    if a.quiet:
+        print(f"# waited {waited:.0f} s in all for moments with at most {a.quiet} runnable threads")
     bl.footer()
 
 

@@ -45,6 +45,7 @@ def main():
     ap.add_argument("--no-torch", action="store_true")
     a = ap.parse_args()
     extra = shlex.split(a.dtrain_args)
+    waited = 0.0
     bl.header(f"scaling efficiency np=2 over np=1, batch {a.batch} per process, 1 thread each, "
               f"medians of {a.reps} interleaved runs; dtrain np=2 flags: {a.dtrain_args or '(defaults)'}")
     torch_env = dict(os.environ, THREADS="1")
@@ -55,10 +56,12 @@ def main():
         steps = max(1, int(STEPS.get(model, 100) * a.steps_scale))
         r = collections.defaultdict(list)
         for _ in range(a.reps):
+            waited += bl.wait_quiet(a.quiet, a.quiet_max)
             train = ["bench", "train", "--model", model, "--batch", str(a.batch), "--threads", "1", "--steps",
                      str(steps)]
             out, cpu1 = timed([a.dtrain, *train])
             one = bl.fields(out)
+            waited += bl.wait_quiet(a.quiet, a.quiet_max)
             out, cpu2 = timed(bl.MPIRUN + ["-np", "2", a.dtrain, *train, *extra])
             two = bl.fields(out)
             r["d1"].append(one["samples_per_s"])
@@ -68,9 +71,11 @@ def main():
                 r["p1" + k].append(one[k])
                 r["p2" + k].append(two[k])
             if not a.no_torch:
+                waited += bl.wait_quiet(a.quiet, a.quiet_max)
                 line = bl.run_until_line([tuned, "torch_train.py", model, str(a.batch), str(steps)], r"samples_per_s=",
                                          env=torch_env)
                 r["t1"].append(bl.fields(line, "")["samples_per_s"])
+                waited += bl.wait_quiet(a.quiet, a.quiet_max)
                 line = bl.run_until_line([tuned, "torch_ddp.py", "2", model, str(a.batch), str(steps)],
                                          r"samples_per_s=", env=torch_env)
                 r["t2"].append(bl.fields(line, "")["samples_per_s"])
@@ -81,6 +86,8 @@ def main():
         phases2 = "/".join(f"{m['p2' + k]:.2f}" for k in PHASES)
         print(f"{model:9} {m['d1']:8.0f} {m['d2']:8.0f} {d_eff:6.2f} {m['cpu']:6.2f} {t1:8.0f} {t2:8.0f} {t2 / (2 * t1):6.2f}  "
               f"{phases1} -> {phases2}", flush=True)
+    if a.quiet:
+        print(f"# waited {waited:.0f} s in all for moments with at most {a.quiet} runnable threads")
     bl.footer()
 
 
