@@ -83,6 +83,7 @@ int bench_train(const BenchTrainOptions& o) {
   if (group.active()) group.worker->run([](comm::Communicator& c) { c.barrier(); });
   const double seconds = sw.seconds();
   const ProcessStats after = process_stats();
+  const AllocatorStats memory = cpu_allocator_stats();  // tensors: peak in use, and freed blocks kept for reuse
   if (group.rank != 0) return 0;
 
   const double samples_per_s = static_cast<double>(o.steps * o.batch * group.size) / seconds;
@@ -91,12 +92,14 @@ int bench_train(const BenchTrainOptions& o) {
   fmt::print(
       "dtrain model={} batch={} threads={} steps={} samples_per_s={:.1f} step_ms={:.3f} gflops={:.1f} "
       "peak_fraction={:.3f} train_mflop_per_sample={:.1f} peak_rss_mb={:.1f} minor_faults_per_step={:.1f} "
-      "blas={} gemm={} ranks={} forward_ms={:.3f} backward_ms={:.3f} comm_ms={:.3f} update_ms={:.3f}\n",
+      "blas={} gemm={} ranks={} forward_ms={:.3f} backward_ms={:.3f} comm_ms={:.3f} update_ms={:.3f} "
+      "tensor_peak_mb={:.1f} tensor_cached_mb={:.1f}\n",
       o.model, o.batch, o.threads, o.steps, samples_per_s, 1e3 * seconds / o.steps, gflops / group.size,
       gflops / group.size / peak, (cost.forward_flops + cost.backward_flops) / 1e6, after.peak_rss_mb,
       static_cast<double>(after.minor_faults - before.minor_faults) / o.steps, openblas_build(), o.gemm, group.size,
       1e3 * phases.forward / o.steps, 1e3 * phases.backward / o.steps, 1e3 * phases.comm / o.steps,
-      1e3 * phases.update / o.steps);
+      1e3 * phases.update / o.steps, static_cast<double>(memory.peak_bytes_in_use) / (1 << 20),
+      static_cast<double>(memory.bytes_cached) / (1 << 20));
   return 0;
 }
 
