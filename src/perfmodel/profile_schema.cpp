@@ -110,7 +110,7 @@ class Reader {
   }
 
   NodeProfile node(const json& j) const {
-    fields(j, "node", {"accelerators", "intra_link", "disk_read"});
+    fields(j, "node", {"accelerators", "intra_link", "disk_read"}, {"overlap"});
     NodeProfile n;
     const json& a = j["accelerators"];
     if (!a.is_number_integer() || a.get<std::int64_t>() < 1 || a.get<std::int64_t>() > 1 << 20) {
@@ -119,6 +119,16 @@ class Reader {
     n.accelerators = a.get<int>();
     n.intra_link = link(j["intra_link"], "node.intra_link");
     n.disk_read = quantity(j["disk_read"], "node.disk_read", false, "bytes per second");
+    if (j.contains("overlap")) {
+      fields(j["overlap"], "node.overlap", {"compute", "comm"});
+      OverlapProfile o;
+      o.compute = quantity(j["overlap"]["compute"], "node.overlap.compute", false, "a fraction in (0, 1]");
+      o.comm = quantity(j["overlap"]["comm"], "node.overlap.comm", false, "a fraction in (0, 1]");
+      for (const auto& [q, where] : {std::pair{&o.compute, "compute"}, std::pair{&o.comm, "comm"}}) {
+        if (q->value > 1) fail(fmt::format("'node.overlap.{}' is {}; it must be in (0, 1]", where, q->value));
+      }
+      n.overlap = o;
+    }
     return n;
   }
 
@@ -197,13 +207,14 @@ json profile_to_json(const Profile& p) {
                  {"update", quantity_json(p.device.update)},
                  {"reduce", quantity_json(p.device.reduce)}};
   if (!p.device.nvlink.empty()) device["nvlink"] = p.device.nvlink;
-  json j = {{"dtrain_profile", kProfileSchemaVersion},
-            {"name", p.name},
-            {"device", device},
-            {"node",
-             {{"accelerators", p.node.accelerators},
-              {"intra_link", link_json(p.node.intra_link)},
-              {"disk_read", quantity_json(p.node.disk_read)}}}};
+  json node = {{"accelerators", p.node.accelerators},
+               {"intra_link", link_json(p.node.intra_link)},
+               {"disk_read", quantity_json(p.node.disk_read)}};
+  if (p.node.overlap) {
+    node["overlap"] = {{"compute", quantity_json(p.node.overlap->compute)},
+                       {"comm", quantity_json(p.node.overlap->comm)}};
+  }
+  json j = {{"dtrain_profile", kProfileSchemaVersion}, {"name", p.name}, {"device", device}, {"node", node}};
   if (!p.description.empty()) j["description"] = p.description;
   if (p.network) j["network"] = link_json(*p.network);
   return j;
