@@ -127,7 +127,8 @@ Action register_bench(CLI::App& app) {
                     "Library of the linear layers' sgemm: onednn (AVX-512 here) or openblas (follows "
                     "OPENBLAS_CORETYPE, which this environment sets to Haswell: AVX2)")
       ->capture_default_str();
-  return [train, o]() { return train->parsed() ? bench_train(*o) : -1; };
+  Action allreduce = register_bench_allreduce(*bench);
+  return [train, o, allreduce]() { return train->parsed() ? bench_train(*o) : allreduce(); };
 }
 
 }  // namespace dtrain::cli

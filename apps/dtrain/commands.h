@@ -14,5 +14,7 @@ Action register_bench(CLI::App& app);
 Action register_predict(CLI::App& app);
 Action register_calibrate(CLI::App& app);
 Action register_explain(CLI::App& app);
+// `bench allreduce`, a subcommand of `bench` (apps/dtrain/bench_allreduce.cpp).
+Action register_bench_allreduce(CLI::App& bench);
 
 }  // namespace dtrain::cli
