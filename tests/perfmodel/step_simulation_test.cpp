@@ -60,7 +60,11 @@ TEST(StepSimulation, DoubleBufferingOverlapsTheNextStep) {
 
 TEST(StepModel, OverlapSharesOfTheProfileSlowOverlappedWork) {
   std::vector<LayerSummary> layers;
-  for (int i = 0; i < 8; ++i) layers.push_back(testing::layer("c" + std::to_string(i), "conv2d", 300000, 2e8, 4096));
+  for (int i = 0; i < 8; ++i) {
+    std::string name = "c";  // appended, not "c" + ...: GCC 12's -Wrestrict misfires on that
+    name += std::to_string(i);
+    layers.push_back(testing::layer(name, "conv2d", 300000, 2e8, 4096));
+  }
   const Workload w = workload_from_layers(layers);
   Profile p = testing::test_profile(4, 1e-6, 1e9);
   RunConfig c;

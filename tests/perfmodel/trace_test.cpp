@@ -66,8 +66,12 @@ TEST(Trace, PredictedTimelineHasEveryLayerBucketAndUpdatePerRank) {
   EXPECT_EQ(names_of(events, "update"), std::set<std::string>{"update"});
   int steps = 0;
   for (const auto& e : events) {
-    if (e["cat"] == "allreduce") EXPECT_EQ(e["tid"], 2);
-    if (e["cat"] == "forward") EXPECT_EQ(e["tid"], 1);
+    if (e["cat"] == "allreduce") {
+      EXPECT_EQ(e["tid"], 2);
+    }
+    if (e["cat"] == "forward") {
+      EXPECT_EQ(e["tid"], 1);
+    }
     steps += e["cat"] == "step" && e["pid"] == 0;
   }
   EXPECT_EQ(steps, 3);
