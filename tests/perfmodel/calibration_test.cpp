@@ -165,7 +165,9 @@ TEST(Calibrate, LayerBenchRunsEveryDistinctShapeOnce) {
   }
   EXPECT_EQ(conv, 2);  // lenet's two convolutions
   EXPECT_GE(bn, 1);    // batch norm from the default models (lenet has none)
-  EXPECT_GE(add, 1);   // and the residual additions of resnet20's blocks
+  // Elementwise is a kind lenet has (its ReLUs), so the default models' residual additions are
+  // not mixed into its rate: only kinds the chosen models lack are borrowed.
+  EXPECT_EQ(add, 0);
   for (std::size_t i = 0; i < bench.layers().size(); ++i) bench.run(i);
   EXPECT_GT(bench.largest_tensor_bytes(), 0u);
 }

@@ -33,7 +33,7 @@ TEST(LayerTrace, ResNetBlocksContributeTheirReluAndAddition) {
   EXPECT_EQ(kinds["relu"], 19);  // 18 in the blocks and the stem's
   const auto first_add = std::find_if(all.begin(), all.end(), [](const LayerSummary& l) { return l.kind == "add"; });
   ASSERT_NE(first_add, all.end());
-  EXPECT_EQ(first_add->path, "layer1.0.add#0");
+  EXPECT_EQ(first_add->path, "layers.0.add#0");  // the first block of ResNet::layers
   EXPECT_EQ(first_add->input, (Shape{16, 32, 32}));
   EXPECT_DOUBLE_EQ(first_add->forward_flops, 16.0 * 32 * 32);
   // Every op of a training forward is in the list, once.

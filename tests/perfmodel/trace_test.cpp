@@ -189,7 +189,7 @@ TEST(TraceCli, BadInputIsNamed) {
   r = dtrain("train --bucket-mb big --log ''");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("--bucket-mb must be a size in MiB >= 0 or auto, got 'big'"), std::string::npos) << r.output;
-  r = dtrain("predict --model mlp --dataset mnist --workers 1,2 --profile skylake-sp --trace /tmp/x.json");
+  r = dtrain("predict --model mlp --dataset mnist --workers 1,2 --profile skylake-sp+eth-10g --trace /tmp/x.json");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("give one --workers value and one --allreduce"), std::string::npos) << r.output;
 }
