@@ -23,7 +23,7 @@ constexpr std::size_t kKeyBytes = 128;
 constexpr std::size_t kSmallBytes = 64;
 constexpr std::size_t kFirstSlopeBytes = std::size_t{256} << 10;
 constexpr std::size_t kMaxSlopeBytes = std::size_t{16} << 20;
-constexpr double kSlopeSeconds = 0.02;  // the slope's largest exchange takes at least this long
+constexpr double kSlopeSeconds = 0.05;  // the slope's largest exchange takes at least this long
 constexpr double kBatchSeconds = 0.005;
 constexpr int kMinBatches = 5;
 constexpr std::size_t kReduceBytes = std::size_t{4} << 20;
@@ -119,17 +119,21 @@ LinkMeasurement measure_link(comm::Communicator& c, const std::vector<int>& part
   m.how = std::move(how);
   for (std::size_t r = 0; r < partner.size(); ++r) m.pairs += partner[r] > static_cast<int>(r) ? 1 : 0;
   m.latency = pairs.time(kSmallBytes, false, min_seconds) / 2;  // half a round trip
-  const double small = pairs.time(kSmallBytes, true, min_seconds);
-  double big = 0;
+  // The slope is taken between the two largest exchanges, not from 64 B: a shaped link (tc tbf,
+  // a switch's buffers) passes its first burst of bytes at line speed, so T(n) = c + (n - burst)
+  // beta for n past the burst, and only a difference of two such sizes leaves beta alone.
+  double half = pairs.time(kSmallBytes, true, min_seconds), big = 0;
   std::size_t n = kFirstSlopeBytes;
   for (;; n *= 2) {
     big = pairs.time(n, true, min_seconds);
-    if (big >= kSlopeSeconds || n >= kMaxSlopeBytes) break;
+    if ((big >= kSlopeSeconds && n >= 2 * kFirstSlopeBytes) || n >= kMaxSlopeBytes) break;
+    half = big;
   }
   m.bytes = n;
+  const std::size_t from = n == kFirstSlopeBytes ? kSmallBytes : n / 2;
   // A slope at or below zero (noise on an idle link) would mean infinite bandwidth: use the
   // plain rate of the largest exchange instead.
-  m.bandwidth = big > small ? static_cast<double>(n - kSmallBytes) / (big - small) : static_cast<double>(n) / big;
+  m.bandwidth = big > half ? static_cast<double>(n - from) / (big - half) : static_cast<double>(n) / big;
   return m;
 }
 

@@ -7,8 +7,10 @@
 //   alpha        half the round trip of a 64-byte ping-pong (mean over batches of them);
 //   beta         every step of the collectives sends and receives at once (a ring step, a
 //                butterfly exchange), so beta is the slope of a simultaneous exchange between two
-//                ranks: (T(n) - T(64 B)) / (n - 64 B), n doubled from 256 KiB until T(n) takes
-//                20 ms (at most 16 MiB), sent in the collectives' chunks (kDefaultChunkBytes);
+//                ranks: (T(n) - T(n/2)) / (n/2), n doubled from 256 KiB until T(n) takes 50 ms
+//                (at least 512 KiB, at most 16 MiB), sent in the collectives' chunks
+//                (kDefaultChunkBytes); two large sizes, so that a link's burst allowance (tc
+//                tbf's bucket) cancels out of the slope;
 //   gamma        comm::reduce_sum adding 4 MiB of f32 into 4 MiB (1 / bytes per second).
 // Same-host pairs are measured all at once (ranks sharing a host share its cores and memory in a
 // collective too); across hosts one pair measures the link alone (the model divides it among the

@@ -126,7 +126,8 @@ Profile calibrated_profile(const Calibration& c) {
     const std::string how = fmt::format("{} over the transport; ", same.how);
     n.intra_link = {
         "same-host transport", q(same.latency, how + "half the round trip of 64-byte ping-pongs"),
-        q(same.bandwidth, how + fmt::format("slope of simultaneous exchanges of 64 B and {} KiB", same.bytes >> 10))};
+        q(same.bandwidth, how + fmt::format("slope of simultaneous exchanges between {} and {} KiB",
+                                              same.bytes >> 11, same.bytes >> 10))};
   } else {
     const double copy = 1 / (1 / c.device.memory_read + 1 / c.device.memory_write);
     n.intra_link = {"none (one process)", q(0, "one process: no messages between ranks"),
@@ -142,7 +143,8 @@ Profile calibrated_profile(const Calibration& c) {
     p.network = LinkProfile{
         fmt::format("link between {} and {}", c.transport.host_names.at(0), c.transport.host_names.at(1)),
         q(net.latency, how + "half the round trip of 64-byte ping-pongs"),
-        q(net.bandwidth, how + fmt::format("slope of simultaneous exchanges of 64 B and {} KiB", net.bytes >> 10))};
+        q(net.bandwidth, how + fmt::format("slope of simultaneous exchanges between {} and {} KiB",
+                                              net.bytes >> 11, net.bytes >> 10))};
   }
   return p;
 }
