@@ -135,6 +135,10 @@ def main():
     ap.add_argument("--seconds", type=float, default=2.0, help="measured seconds per row, roughly")
     ap.add_argument("--min-steps", type=int, default=5)
     ap.add_argument("--max-steps", type=int, default=200)
+    ap.add_argument("--reps", type=int, default=1,
+                    help="repetitions of the grid, each with fresh calibrations; rows report medians")
+    ap.add_argument("--quiet", type=int, default=0,
+                    help="before each calibration and row, wait until at most this many threads are runnable")
     ap.add_argument("--list", action="store_true", help="print the rows of the grid and stop")
     ap.add_argument("--json", help="write every row here")
     a = ap.parse_args()
@@ -156,22 +160,36 @@ def main():
 
     bl.header(f"performance model against measured steps: {total} rows, batch {a.batch} per rank, 1 thread")
     print(f"{'layout':<22} {'model':<9} {'exchange':<15} {'predicted':>11} {'measured':>11} {'error':>8}", flush=True)
-    results, start = [], time.time()
+    runs, start = {}, time.time()
     with tempfile.TemporaryDirectory(prefix="dtrain-validate-") as tmp:
-        for i, (lay, rows) in enumerate(grid):
-            with lay:
-                profile = os.path.join(tmp, f"layout{i}.json")
-                t0 = time.time()
-                calibrate(a, lay, profile)
-                print(f"# {lay.name}: calibrated in {time.time() - t0:.1f} s", flush=True)
-                for r in rows:
-                    t1 = time.time()
-                    p = predict(a, profile, lay, r)
-                    m = measure(a, lay, r, p)
-                    err = (p - m) / m
-                    results.append(dict(r, layout=lay.name, ranks=lay.ranks, predicted_s=p, measured_s=m, error=err,
-                                        row_s=time.time() - t1))
-                    print(f"{label(lay, r):<54} {p * 1e3:8.2f} ms {m * 1e3:8.2f} ms {100 * err:+7.1f}%", flush=True)
+        for rep in range(a.reps):
+            for i, (lay, rows) in enumerate(grid):
+                with lay:
+                    profile = os.path.join(tmp, f"rep{rep}-layout{i}.json")
+                    bl.wait_quiet(a.quiet)
+                    t0 = time.time()
+                    calibrate(a, lay, profile)
+                    print(f"# {lay.name}: calibrated in {time.time() - t0:.1f} s (repetition {rep + 1})", flush=True)
+                    for r in rows:
+                        bl.wait_quiet(a.quiet)
+                        t1 = time.time()
+                        p = predict(a, profile, lay, r)
+                        m = measure(a, lay, r, p)
+                        key = label(lay, r)
+                        res = runs.setdefault(key, dict(r, layout=lay.name, ranks=lay.ranks, pred=[], meas=[]))
+                        res["pred"].append(p)
+                        res["meas"].append(m)
+                        res["row_s"] = time.time() - t1
+                        print(f"{key:<54} {p * 1e3:8.2f} ms {m * 1e3:8.2f} ms {100 * (p - m) / m:+7.1f}%", flush=True)
+    results = list(runs.values())
+    for res in results:
+        res["predicted_s"], res["measured_s"] = bl.median(res["pred"]), bl.median(res["meas"])
+        res["error"] = (res["predicted_s"] - res["measured_s"]) / res["measured_s"]
+    if a.reps > 1:
+        print(f"\nmedians of {a.reps} repetitions:")
+        for key, res in runs.items():
+            p, m = res["predicted_s"], res["measured_s"]
+            print(f"{key:<54} {p * 1e3:8.2f} ms {m * 1e3:8.2f} ms {100 * res['error']:+7.1f}%")
     errors = [abs(r["error"]) for r in results]
     med, worst = bl.median(errors), max(errors)
     print(f"\n{len(results)} rows in {time.time() - start:.0f} s: median absolute error {100 * med:.1f}% "
