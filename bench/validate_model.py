@@ -4,7 +4,8 @@
 For every layout (one process; 2 and 4 ranks on this host, 4 oversubscribing a 2-core machine is a
 layout like any other; two emulated hosts of tools/netns_hosts.sh, network namespaces joined by a
 veth link shaped with tc tbf, at each --rates value) the script runs `dtrain calibrate` under that
-very layout, then for every row of the grid (models W1 mlp, W2 lenet, W3 resnet20; allreduce ring,
+very layout (by default once per model, `--models M`: the compute rates of that model's own layer
+shapes), then for every row of the grid (models W1 mlp, W2 lenet, W3 resnet20; allreduce ring,
 tree, butterfly, onetoall, mpi; f32 or f16 on the wire; with or without double buffering) it
 predicts the time per step with `dtrain predict --profile <that calibration> --json` and measures
 it with `dtrain bench train` under the same layout. Every constant comes from the calibration;
@@ -94,8 +95,9 @@ def label(lay, r):
     return f"{lay.name:<22} {r['model']:<9} {r['algorithm']:<9} {r['dtype']} {'db' if r['db'] else '  '}"
 
 
-def calibrate(a, lay, path):
-    cmd = lay.prefix() + [a.dtrain, "calibrate", "--threads", "1", "--batch", str(a.batch), "-o", path]
+def calibrate(a, lay, path, models):
+    cmd = lay.prefix() + [a.dtrain, "calibrate", "--threads", "1", "--batch", str(a.batch), "--models",
+                          ",".join(models), "-o", path]
     return bl.run(cmd, env=lay.env)
 
 
@@ -139,6 +141,8 @@ def main():
                     help="repetitions of the grid, each with fresh calibrations; rows report medians")
     ap.add_argument("--quiet", type=int, default=0,
                     help="before each calibration and row, wait until at most this many threads are runnable")
+    ap.add_argument("--shared-calibration", action="store_true",
+                    help="one calibration per layout over all models (default: one per model and layout)")
     ap.add_argument("--list", action="store_true", help="print the rows of the grid and stop")
     ap.add_argument("--json", help="write every row here")
     a = ap.parse_args()
@@ -165,15 +169,23 @@ def main():
         for rep in range(a.reps):
             for i, (lay, rows) in enumerate(grid):
                 with lay:
-                    profile = os.path.join(tmp, f"rep{rep}-layout{i}.json")
-                    bl.wait_quiet(a.quiet)
-                    t0 = time.time()
-                    calibrate(a, lay, profile)
-                    print(f"# {lay.name}: calibrated in {time.time() - t0:.1f} s (repetition {rep + 1})", flush=True)
+                    # One calibration per model (the rates of its own layer shapes, as `dtrain
+                    # calibrate --models` is meant to be used) or, with --shared-calibration, one
+                    # for all models of the grid.
+                    groups = [listed(a.models)] if a.shared_calibration else [[m] for m in listed(a.models)]
+                    profiles = {}
+                    for models in groups:
+                        path = os.path.join(tmp, f"rep{rep}-layout{i}-{'-'.join(models)}.json")
+                        bl.wait_quiet(a.quiet)
+                        t0 = time.time()
+                        calibrate(a, lay, path, models)
+                        print(f"# {lay.name}: calibrated on {','.join(models)} in {time.time() - t0:.1f} s "
+                              f"(repetition {rep + 1})", flush=True)
+                        profiles.update({m: path for m in models})
                     for r in rows:
                         bl.wait_quiet(a.quiet)
                         t1 = time.time()
-                        p = predict(a, profile, lay, r)
+                        p = predict(a, profiles[r["model"]], lay, r)
                         m = measure(a, lay, r, p)
                         key = label(lay, r)
                         res = runs.setdefault(key, dict(r, layout=lay.name, ranks=lay.ranks, pred=[], meas=[]))
