@@ -147,6 +147,11 @@ def main():
     ap.add_argument("--json", help="write every row here")
     a = ap.parse_args()
     a.dtrain = os.path.abspath(a.dtrain)
+    for flag, given, valid in (("--models", a.models, MODELS), ("--algorithms", a.algorithms, ALGORITHMS),
+                               ("--dtypes", a.dtypes, ["f32", "f16", "bf16"])):
+        bad = [x for x in listed(given) if x not in valid]
+        if bad:
+            ap.error(f"{flag}: unknown {', '.join(bad)}; valid: {', '.join(valid)}")
     grid = build_grid(a)
     total = sum(len(rows) for _, rows in grid)
     if a.list:
@@ -164,7 +169,7 @@ def main():
 
     bl.header(f"performance model against measured steps: {total} rows, batch {a.batch} per rank, 1 thread")
     print(f"{'layout':<22} {'model':<9} {'exchange':<15} {'predicted':>11} {'measured':>11} {'error':>8}", flush=True)
-    runs, start = {}, time.time()
+    runs, failed, start = {}, [], time.time()
     with tempfile.TemporaryDirectory(prefix="dtrain-validate-") as tmp:
         for rep in range(a.reps):
             for i, (lay, rows) in enumerate(grid):
@@ -185,9 +190,14 @@ def main():
                     for r in rows:
                         bl.wait_quiet(a.quiet)
                         t1 = time.time()
-                        p = predict(a, profiles[r["model"]], lay, r)
-                        m = measure(a, lay, r, p)
                         key = label(lay, r)
+                        try:
+                            p = predict(a, profiles[r["model"]], lay, r)
+                            m = measure(a, lay, r, p)
+                        except SystemExit as e:  # benchlib.run's failure: report the row, go on
+                            failed.append(key)
+                            print(f"{key:<54} FAILED: {str(e.code).strip()[-400:]}", flush=True)
+                            continue
                         res = runs.setdefault(key, dict(r, layout=lay.name, ranks=lay.ranks, pred=[], meas=[]))
                         res["pred"].append(p)
                         res["meas"].append(m)
@@ -202,6 +212,10 @@ def main():
         for key, res in runs.items():
             p, m = res["predicted_s"], res["measured_s"]
             print(f"{key:<54} {p * 1e3:8.2f} ms {m * 1e3:8.2f} ms {100 * res['error']:+7.1f}%")
+    if failed:
+        print(f"\n{len(failed)} row run(s) failed and are left out: " + "; ".join(sorted(set(failed))))
+    if not results:
+        sys.exit("validate_model.py: no row was measured")
     errors = [abs(r["error"]) for r in results]
     med, worst = bl.median(errors), max(errors)
     print(f"\n{len(results)} rows in {time.time() - start:.0f} s: median absolute error {100 * med:.1f}% "
