@@ -8,8 +8,10 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 
+#include "comm/algorithms/collective.h"
 #include "comm/reduce.h"
 #include "core/error.h"
 #include "core/timer.h"
@@ -154,17 +156,48 @@ double reduce_rate(double min_seconds) {
 
 }  // namespace
 
-void exchange_bytes(comm::Communicator& c, int peer, const void* send, void* recv, std::size_t bytes) {
+namespace {
+
+// Sends `bytes` to `peer` in the collectives' chunks (all sends posted) while receiving as many
+// from it, at most `window` receives posted at a time (the next when the oldest has arrived).
+void exchange_chunks(comm::Communicator& c, int peer, const std::byte* s, std::byte* r, std::size_t bytes,
+                     std::size_t window) {
   comm::Transport& t = c.transport();
-  std::vector<comm::Request> reqs;
+  const auto deadline = comm::Deadline::after(c.options().timeout_seconds);
+  const std::size_t chunk = comm::kDefaultChunkBytes;
+  const std::size_t chunks = bytes == 0 ? 1 : (bytes + chunk - 1) / chunk;
+  auto length = [&](std::size_t g) { return bytes == 0 ? 0 : std::min(chunk, bytes - g * chunk); };
+  std::vector<comm::Request> sends, recvs;
+  std::size_t posted = 0;
+  for (; posted < std::min(chunks, window); ++posted) {
+    recvs.push_back(t.irecv(r + posted * chunk, length(posted), peer, kTag));
+  }
+  for (std::size_t g = 0; g < chunks; ++g) sends.push_back(t.isend(s + g * chunk, length(g), peer, kTag));
+  for (std::size_t g = 0; g < chunks; ++g) {
+    t.wait(recvs[g], deadline, "calibration exchange");
+    if (posted < chunks) {
+      recvs.push_back(t.irecv(r + posted * chunk, length(posted), peer, kTag));
+      ++posted;
+    }
+  }
+  t.waitall(sends, deadline, "calibration exchange");
+}
+
+}  // namespace
+
+void exchange_bytes(comm::Communicator& c, int peer, const void* send, void* recv, std::size_t bytes) {
+  // Every allreduce of comm/ receives half of its bytes to reduce them and half to gather or
+  // broadcast them (ring and butterfly: (p-1)/p n each; tree and one-to-all: n each way per
+  // edge). Chunks to reduce land in a window of kRecvSlots scratch slots
+  // (comm/algorithms/collective.h: exchange_reduce), gathered chunks straight in place (exchange).
+  // Over a transport whose large messages wait for their receive (MPI's rendezvous), the window
+  // bounds the chunks in flight, so beta is measured on the same mix: half the bytes through the
+  // window, half free.
   const auto* s = static_cast<const std::byte*>(send);
   auto* r = static_cast<std::byte*>(recv);
-  for (std::size_t off = 0; off < bytes; off += comm::kDefaultChunkBytes) {
-    const std::size_t n = std::min(comm::kDefaultChunkBytes, bytes - off);
-    reqs.push_back(t.irecv(r + off, n, peer, kTag));
-    reqs.push_back(t.isend(s + off, n, peer, kTag));
-  }
-  t.waitall(reqs, comm::Deadline::after(c.options().timeout_seconds), "calibration exchange");
+  const std::size_t half = bytes / 2;
+  exchange_chunks(c, peer, s, r, half, comm::detail::kRecvSlots);
+  exchange_chunks(c, peer, s + half, r + half, bytes - half, std::numeric_limits<std::size_t>::max());
 }
 
 double time_exchanges(comm::Communicator& c, const std::vector<int>& partner, std::size_t bytes, double min_seconds) {

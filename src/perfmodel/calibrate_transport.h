@@ -9,7 +9,9 @@
 //                butterfly exchange), so beta is the slope of a simultaneous exchange between two
 //                ranks: (T(n) - T(n/2)) / (n/2), n doubled from 256 KiB until T(n) takes 50 ms
 //                (at least 512 KiB, at most 16 MiB), sent in the collectives' chunks
-//                (kDefaultChunkBytes); two large sizes, so that a link's burst allowance (tc
+//                (kDefaultChunkBytes), half of them received through the window of two chunks
+//                the reductions use and half freely, as every allreduce receives them
+//                (exchange_bytes); two large sizes, so that a link's burst allowance (tc
 //                tbf's bucket) cancels out of the slope;
 //   gamma        comm::reduce_sum adding 4 MiB of f32 into 4 MiB (1 / bytes per second).
 // Same-host pairs are measured all at once (ranks sharing a host share its cores and memory in a
@@ -50,7 +52,8 @@ std::string host_key();
 TransportCalibration calibrate_transport(comm::Communicator& comm, double min_seconds);
 
 // One simultaneous exchange of `bytes` with `peer` (itself: a message to itself), in the
-// collectives' chunks, on the calibration's own message tag.
+// collectives' chunks, the first half received through their reduction window, on the
+// calibration's own message tag.
 void exchange_bytes(comm::Communicator& comm, int peer, const void* send, void* recv, std::size_t bytes);
 // Mean seconds of one exchange of `bytes` between partners (partner[r]: r's partner, -1 idle),
 // all pairs at once, over the active ranks; a collective, the same on every rank.
