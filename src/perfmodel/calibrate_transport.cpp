@@ -136,6 +136,12 @@ LinkMeasurement measure_link(comm::Communicator& c, const std::vector<int>& part
   // A slope at or below zero (noise on an idle link) would mean infinite bandwidth: use the
   // plain rate of the largest exchange instead.
   m.bandwidth = big > half ? static_cast<double>(n - from) / (big - half) : static_cast<double>(n) / big;
+  // One direction at a time (tree, one-to-all): the slope of ping-pongs of the same two sizes, a
+  // round trip carrying the bytes once each way.
+  const double pong_big = pairs.time(n, false, min_seconds) / 2;
+  const double pong_half = pairs.time(from, false, min_seconds) / 2;
+  m.one_way_bandwidth = pong_big > pong_half ? static_cast<double>(n - from) / (pong_big - pong_half)
+                                             : static_cast<double>(n) / pong_big;
   return m;
 }
 

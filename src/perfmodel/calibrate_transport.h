@@ -13,6 +13,8 @@
 //                the reductions use and half freely, as every allreduce receives them
 //                (exchange_bytes); two large sizes, so that a link's burst allowance (tc
 //                tbf's bucket) cancels out of the slope;
+//   one way      the slope of ping-pongs of the same two sizes (half a round trip each), for the
+//                collectives that move data one direction at a time (tree, one-to-all);
 //   gamma        comm::reduce_sum adding 4 MiB of f32 into 4 MiB (1 / bytes per second).
 // Same-host pairs are measured all at once (ranks sharing a host share its cores and memory in a
 // collective too); across hosts one pair measures the link alone (the model divides it among the
@@ -31,7 +33,8 @@ namespace dtrain::perf {
 struct LinkMeasurement {
   bool measured = false;
   double latency = 0;     // seconds per message (alpha)
-  double bandwidth = 0;   // bytes per second per direction (1 / beta)
+  double bandwidth = 0;   // bytes per second per direction, both directions busy (1 / beta)
+  double one_way_bandwidth = 0;  // bytes per second, one direction at a time (ping-pong slope)
   std::size_t bytes = 0;  // the largest exchange of the slope
   int pairs = 0;          // pairs measured side by side
   std::string how;        // "2 pairs side by side", "rank 0 with itself", ...

@@ -127,11 +127,14 @@ Profile calibrated_profile(const Calibration& c) {
     n.intra_link = {
         "same-host transport", q(same.latency, how + "half the round trip of 64-byte ping-pongs"),
         q(same.bandwidth, how + fmt::format("slope of simultaneous exchanges between {} and {} KiB",
-                                              same.bytes >> 11, same.bytes >> 10))};
+                                              same.bytes >> 11, same.bytes >> 10)),
+        q(same.one_way_bandwidth,
+          how + fmt::format("slope of ping-pongs between {} and {} KiB", same.bytes >> 11, same.bytes >> 10))};
   } else {
     const double copy = 1 / (1 / c.device.memory_read + 1 / c.device.memory_write);
     n.intra_link = {"none (one process)", q(0, "one process: no messages between ranks"),
-                    q(copy, "one process: no messages between ranks; a memory copy's rate stands in")};
+                    q(copy, "one process: no messages between ranks; a memory copy's rate stands in"),
+                    std::nullopt};
   }
   if (c.overlap.measured) {
     n.overlap = OverlapProfile{q(c.overlap.compute_share, c.overlap.how + "; compute rate kept"),
@@ -144,7 +147,9 @@ Profile calibrated_profile(const Calibration& c) {
         fmt::format("link between {} and {}", c.transport.host_names.at(0), c.transport.host_names.at(1)),
         q(net.latency, how + "half the round trip of 64-byte ping-pongs"),
         q(net.bandwidth, how + fmt::format("slope of simultaneous exchanges between {} and {} KiB",
-                                              net.bytes >> 11, net.bytes >> 10))};
+                                              net.bytes >> 11, net.bytes >> 10)),
+        q(net.one_way_bandwidth,
+          how + fmt::format("slope of ping-pongs between {} and {} KiB", net.bytes >> 11, net.bytes >> 10))};
   }
   return p;
 }
@@ -167,9 +172,9 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
   }
   for (const auto* l : {&c.transport.same_host, &c.transport.across_hosts}) {
     if (!l->measured) continue;
-    s += fmt::format("  {:<15} alpha {}, bandwidth {} ({})\n",
+    s += fmt::format("  {:<15} alpha {}, bandwidth {} ({} one way) ({})\n",
                      l == &c.transport.same_host ? "same host" : "across hosts", format_seconds(l->latency),
-                     gbps(l->bandwidth), l->how);
+                     gbps(l->bandwidth), gbps(l->one_way_bandwidth), l->how);
   }
   if (per_shape) {
     s += "  per shape (rank 0, forward + backward, median):\n";

@@ -84,11 +84,15 @@ class Reader {
   }
 
   LinkProfile link(const json& j, const std::string& where) const {
-    fields(j, where, {"name", "latency", "bandwidth"});
+    fields(j, where, {"name", "latency", "bandwidth"}, {"one_way_bandwidth"});
     LinkProfile l;
     l.name = text(j["name"], where + ".name");
     l.latency = quantity(j["latency"], where + ".latency", true, "seconds per message");
     l.bandwidth = quantity(j["bandwidth"], where + ".bandwidth", false, "bytes per second per direction");
+    if (j.contains("one_way_bandwidth")) {
+      l.one_way_bandwidth =
+          quantity(j["one_way_bandwidth"], where + ".one_way_bandwidth", false, "bytes per second, one direction");
+    }
     return l;
   }
 
@@ -142,7 +146,9 @@ json quantity_json(const Quantity& q) {
 }
 
 json link_json(const LinkProfile& l) {
-  return {{"name", l.name}, {"latency", quantity_json(l.latency)}, {"bandwidth", quantity_json(l.bandwidth)}};
+  json j = {{"name", l.name}, {"latency", quantity_json(l.latency)}, {"bandwidth", quantity_json(l.bandwidth)}};
+  if (l.one_way_bandwidth) j["one_way_bandwidth"] = quantity_json(*l.one_way_bandwidth);
+  return j;
 }
 
 }  // namespace

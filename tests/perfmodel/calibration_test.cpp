@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "perfmodel/allreduce_time.h"
 #include "perfmodel/calibrate_compute.h"
 #include "perfmodel/layer_trace.h"
 #include "perfmodel/step_model.h"
@@ -87,8 +88,8 @@ Calibration synthetic_calibration() {
   c.transport.host_names = {"hostA", "hostB"};
   c.transport.ranks_per_host = 2;
   c.transport.reduce = 3e10;
-  c.transport.same_host = {true, 2e-6, 5e9, 1 << 20, 2, "2 same-host pair(s) side by side"};
-  c.transport.across_hosts = {true, 3e-5, 1.2e7, 1 << 20, 1, "ranks 0 and 2"};
+  c.transport.same_host = {true, 2e-6, 5e9, 6e9, 1 << 20, 2, "2 same-host pair(s) side by side"};
+  c.transport.across_hosts = {true, 3e-5, 1.2e7, 1.5e7, 1 << 20, 1, "ranks 0 and 2"};
   c.overlap = {true, 0.6, 0.3, 1e-3, "test"};
   return c;
 }
@@ -111,6 +112,9 @@ TEST(Calibrate, ProfileOfAMultiHostCalibrationHasEveryPart) {
   ASSERT_TRUE(back.node && back.node->overlap && back.network);
   EXPECT_DOUBLE_EQ(back.node->overlap->compute.value, 0.6);
   EXPECT_DOUBLE_EQ(back.network->latency.value, 3e-5);
+  ASSERT_TRUE(back.network->one_way_bandwidth.has_value());
+  EXPECT_DOUBLE_EQ(back.network->one_way(), 1.5e7);
+  EXPECT_DOUBLE_EQ(back.node->intra_link.one_way(), 6e9);
   EXPECT_EQ(back.device->compute[0].source, p.device.compute[0].source);
   const std::string text = format_calibration(synthetic_calibration(), false);
   EXPECT_NE(text.find("across hosts"), std::string::npos) << text;
@@ -134,6 +138,27 @@ TEST(Calibrate, OverlapFractionsAreCheckedLikeEveryField) {
     FAIL() << "accepted an unknown field";
   } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find("unknown field 'node.overlap.commm'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Calibrate, OneWayBandwidthPricesTreeAndOneToAllOnly) {
+  // Two workers on two nodes: the network carries everything. With the one-way rate twice the
+  // two-way one, tree and one-to-all (one direction at a time) pay half the bandwidth term;
+  // ring and butterfly (both directions at once) are unchanged.
+  Profile two_way = testing::test_profile(1, 1e-6, 1e8);
+  Profile faster_one_way = two_way;
+  faster_one_way.network->one_way_bandwidth = testing::q(2e8);
+  const std::size_t count = 1 << 20;  // 4 MiB of f32
+  for (comm::Algorithm a : {comm::Algorithm::kRing, comm::Algorithm::kButterfly}) {
+    const AllreducePlan plan{a, 2};
+    EXPECT_DOUBLE_EQ(allreduce_time(plan, count, faster_one_way).seconds, allreduce_time(plan, count, two_way).seconds)
+        << comm::algorithm_name(a);
+  }
+  for (comm::Algorithm a : {comm::Algorithm::kTree, comm::Algorithm::kOneToAll}) {
+    const AllreducePlan plan{a, 2};
+    const AllreduceTime slow = allreduce_time(plan, count, two_way), fast = allreduce_time(plan, count, faster_one_way);
+    EXPECT_LT(fast.seconds, 0.6 * slow.seconds) << comm::algorithm_name(a);
+    EXPECT_DOUBLE_EQ(fast.latency, slow.latency) << comm::algorithm_name(a);
   }
 }
 
