@@ -76,6 +76,23 @@ class Pairs {
     return mean_over_active(c_, total / (rounds * per_batch), active());
   }
 
+  // Seconds that `big` bytes take over `small` ones: the median over `rounds` rounds of the
+  // difference of one operation of each, run back to back (the mean over the active ranks). A
+  // difference of two noisy times is noisier than either; pairing the two sizes in time and taking
+  // the median keeps a burst of load on a shared machine out of the slope.
+  double extra_seconds(std::size_t small, std::size_t big, bool exchange, int rounds) {
+    ensure(big);
+    std::vector<double> diff;
+    for (int r = 0; r < rounds; ++r) {
+      c_.barrier();
+      const double t_small = active() ? once(small, exchange, 1) : 0;
+      c_.barrier();
+      const double t_big = active() ? once(big, exchange, 1) : 0;
+      diff.push_back(t_big - t_small);
+    }
+    return mean_over_active(c_, median(diff), active());
+  }
+
  private:
   void ensure(std::size_t bytes) {
     if (send_.size() < bytes) {
@@ -133,15 +150,17 @@ LinkMeasurement measure_link(comm::Communicator& c, const std::vector<int>& part
   }
   m.bytes = n;
   const std::size_t from = n == kFirstSlopeBytes ? kSmallBytes : n / 2;
+  // The slope itself from the two sizes run in pairs (extra_seconds), as many rounds as fit in
+  // about twice min_seconds (5 to 25).
+  const int rounds = std::clamp(static_cast<int>(2 * min_seconds / std::max(big + half, 1e-6)), 5, 25);
+  const double extra = pairs.extra_seconds(from, n, true, rounds);
   // A slope at or below zero (noise on an idle link) would mean infinite bandwidth: use the
   // plain rate of the largest exchange instead.
-  m.bandwidth = big > half ? static_cast<double>(n - from) / (big - half) : static_cast<double>(n) / big;
+  m.bandwidth = extra > 0 ? static_cast<double>(n - from) / extra : static_cast<double>(n) / big;
   // One direction at a time (tree, one-to-all): the slope of ping-pongs of the same two sizes, a
   // round trip carrying the bytes once each way.
-  const double pong_big = pairs.time(n, false, min_seconds) / 2;
-  const double pong_half = pairs.time(from, false, min_seconds) / 2;
-  m.one_way_bandwidth = pong_big > pong_half ? static_cast<double>(n - from) / (pong_big - pong_half)
-                                             : static_cast<double>(n) / pong_big;
+  const double extra_one_way = pairs.extra_seconds(from, n, false, rounds) / 2;
+  m.one_way_bandwidth = extra_one_way > 0 ? static_cast<double>(n - from) / extra_one_way : m.bandwidth;
   return m;
 }
 

@@ -11,7 +11,7 @@
 //                (at least 512 KiB, at most 16 MiB), sent in the collectives' chunks
 //                (kDefaultChunkBytes), half of them received through the window of two chunks
 //                the reductions use and half freely, as every allreduce receives them
-//                (exchange_bytes); two large sizes, so that a link's burst allowance (tc
+//                (exchange_bytes); the median over paired rounds of T(n) - T(n/2); two large sizes, so that a link's burst allowance (tc
 //                tbf's bucket) cancels out of the slope;
 //   one way      the slope of ping-pongs of the same two sizes (half a round trip each), for the
 //                collectives that move data one direction at a time (tree, one-to-all);
