@@ -12,6 +12,8 @@ using Action = std::function<int()>;
 Action register_train(CLI::App& app);
 Action register_bench(CLI::App& app);
 Action register_predict(CLI::App& app);
+Action register_calibrate(CLI::App& app);
+Action register_explain(CLI::App& app);
 // `bench allreduce`, a subcommand of `bench` (apps/dtrain/bench_allreduce.cpp).
 Action register_bench_allreduce(CLI::App& bench);
 

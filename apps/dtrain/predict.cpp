@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "nn/models/models.h"
 #include "perfmodel/layer_cost.h"
+#include "perfmodel/predicted_trace.h"
 #include "perfmodel/profile.h"
 #include "perfmodel/published.h"
 #include "perfmodel/report.h"
@@ -38,6 +39,8 @@ struct PredictOptions {
   bool list_profiles = false;
   bool published = false;
   bool breakdown = false;
+  std::string trace;
+  int trace_steps = 10;
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -161,6 +164,16 @@ int run_predict(const PredictOptions& o) {
       if (w == 1) break;  // one worker trains alone: every exchange predicts the same
     }
   }
+  if (!o.trace.empty()) {
+    if (runs.size() != 1) {
+      throw InputError(
+          fmt::format("--trace writes one run's timeline, but {} configurations were predicted; give one "
+                      "--workers value and one --allreduce",
+                      runs.size()));
+    }
+    write_chrome_trace(o.trace, perf::predicted_trace(runs[0].step, runs[0].config.workers, o.trace_steps,
+                                                      {{"model", o.model}, {"profile", profile.name}}));
+  }
   if (!o.plot.empty()) {
     std::ofstream out(o.plot);
     if (!out) throw InputError(fmt::format("cannot write --plot file '{}'", o.plot));
@@ -195,6 +208,7 @@ int run_predict(const PredictOptions& o) {
   fmt::print(", {} epochs\n\n{}", o.epochs, perf::format_table(runs));
   if (o.breakdown) print_breakdown(workload, profile, o.batch_per_worker / o.accumulate);
   if (!o.plot.empty()) fmt::print("scaling chart: {}\n", o.plot);
+  if (!o.trace.empty()) fmt::print("predicted trace: {}\n", o.trace);
   return 0;
 }
 
@@ -232,6 +246,10 @@ Action register_predict(CLI::App& app) {
   p->add_option("--plot", o->plot, "Write an SVG chart of time per epoch and efficiency against workers");
   p->add_flag("--list-profiles", o->list_profiles, "List the built-in hardware profiles");
   p->add_flag("--breakdown", o->breakdown, "Also print where a worker's compute time goes, per layer kind");
+  p->add_option("--trace", o->trace,
+                "Write the predicted timeline of --trace-steps steps as a Chrome trace, as dtrain train --trace writes "
+                "a measured one (one --workers value and one --allreduce)");
+  p->add_option("--trace-steps", o->trace_steps, "Steps in the --trace timeline")->capture_default_str();
   p->add_flag("--published", o->published, "Predict the published ResNet-50 runs (He et al., Goyal et al.)");
   return [p, o, allreduce]() {
     if (!p->parsed()) return -1;

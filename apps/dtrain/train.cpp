@@ -1,7 +1,6 @@
 // `dtrain train`: train a model on a dataset, evaluate after each epoch, log metrics.
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -16,7 +15,9 @@
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
 #include "parallel/data_parallel.h"
+#include "perfmodel/training_prediction.h"
 #include "train/extensions.h"
+#include "train/trace_recorder.h"
 #include "train/trainer.h"
 
 namespace dtrain::cli {
@@ -44,10 +45,33 @@ struct TrainOptions {
   std::string allreduce = "auto";
   std::string comm_dtype = "f32";
   double bucket_mb = 1.0;
+  std::string bucket_mb_arg = "1";  // a size in MiB or "auto" (needs --profile)
   bool double_buffering = false;
   int accumulate = 1;
   double timeout = 300;
+  std::string profile;  // predict each epoch's time per step (perfmodel/training_prediction.h)
+  std::string trace;    // Chrome trace of a window of steps (train/trace_recorder.h)
+  std::int64_t trace_steps = 10;
 };
+
+// Every rank's string on every rank, through the communication thread (for the trace).
+GatherStrings gather_strings(ProcessGroup& group) {
+  if (!group.active()) return {};
+  return [&group](const std::string& mine) {
+    std::vector<std::string> out;
+    group.worker->run([&](comm::Communicator& c) {
+      std::uint64_t n = mine.size(), longest = 0;
+      std::vector<std::uint64_t> sizes(static_cast<std::size_t>(c.size()));
+      c.allgather(&n, sizes.data(), sizeof n);
+      for (std::uint64_t m : sizes) longest = std::max(longest, m);
+      std::string padded = mine, all(longest * sizes.size(), '\0');
+      padded.resize(longest);
+      c.allgather(padded.data(), all.data(), longest);
+      for (std::size_t r = 0; r < sizes.size(); ++r) out.push_back(all.substr(r * longest, sizes[r]));
+    });
+    return out;
+  };
+}
 
 // Hash of every parameter's name and shape: ranks must build the same model.
 std::string parameter_fingerprint(const Module& m) {
@@ -112,10 +136,22 @@ int run_train(TrainOptions o) {
   DataParallelConfig dp;
   dp.algorithm = comm::parse_algorithm(o.allreduce);
   dp.comm_dtype = parse_dtype(o.comm_dtype);
+  const bool auto_bucket = o.bucket_mb_arg == "auto";
+  if (auto_bucket && o.profile.empty()) {
+    throw InputError(
+        "--bucket-mb auto chooses by the performance model: give --profile FILE (from dtrain calibrate), "
+        "or a size in MiB");
+  }
+  if (!auto_bucket) {
+    char* end = nullptr;
+    o.bucket_mb = std::strtod(o.bucket_mb_arg.c_str(), &end);
+    if (end == o.bucket_mb_arg.c_str() || *end != '\0') o.bucket_mb = -1;
+  }
   if (dp.comm_dtype != DType::kF32 && dp.comm_dtype != DType::kF16 && dp.comm_dtype != DType::kBF16) {
     throw InputError(fmt::format("--comm-dtype must be f32, f16 or bf16, got '{}'", o.comm_dtype));
   }
-  if (o.bucket_mb < 0) throw InputError(fmt::format("--bucket-mb must be >= 0, got {}", o.bucket_mb));
+  if (o.bucket_mb < 0)
+    throw InputError(fmt::format("--bucket-mb must be a size in MiB >= 0 or auto, got '{}'", o.bucket_mb_arg));
   dp.bucket_bytes = static_cast<std::size_t>(o.bucket_mb * (1 << 20));
   dp.double_buffering = o.double_buffering;
   dp.accumulate = o.accumulate;
@@ -131,6 +167,14 @@ int run_train(TrainOptions o) {
   const ModelInput input{train.channels, train.height, train.width, train.num_classes};
   auto model = make_model(o.model, input, rng);
   auto optimizer = make_optimizer(o.optimizer, model->parameters());
+  const Shape sample{input.channels, input.height, input.width};
+  const auto plan = perf::plan_for_train(o.profile, *model, sample, o.model, group.size, o.batch, dp,
+                                         o.allreduce == "auto", auto_bucket);
+  if (plan && group.active()) {
+    o.allreduce = comm::algorithm_name(dp.algorithm);
+    o.bucket_mb = static_cast<double>(dp.bucket_bytes) / (1 << 20);
+    if (leader && plan->choice) fmt::print("--allreduce/--bucket-mb auto: {}\n", perf::describe_choice(*plan->choice));
+  }
   if (group.active()) {
     group.worker->run([&](comm::Communicator& c) { comm::check_agreement(c, agreement_values(o, *model, train)); });
   }
@@ -168,12 +212,21 @@ int run_train(TrainOptions o) {
   topt.world_size = group.size;
   topt.sum_across_ranks = group.summer();
   Trainer trainer(*updater, *optimizer, *schedule, train, sampler, topt);
-  trainer.add_extension(
-      std::make_unique<EvaluatorExtension>(*model, test, test_sampler, test_loading, group.summer()));
+  trainer.add_extension(std::make_unique<EvaluatorExtension>(*model, test, test_sampler, test_loading, group.summer()));
+  if (leader && plan) trainer.add_extension(std::make_unique<perf::PredictionReport>(plan->prediction, true));
+  TraceRecorder* tracer = nullptr;
+  if (!o.trace.empty()) {
+    auto recorder = std::make_unique<TraceRecorder>(*model, group.rank, 1, o.trace_steps);
+    tracer = recorder.get();
+    tracer->install();
+    if (auto* dpu = dynamic_cast<DataParallelUpdater*>(updater.get())) dpu->set_observer(tracer);
+    trainer.add_extension(std::move(recorder));
+  }
   LogReport* log = nullptr;
   if (leader && !o.log.empty()) {
     nlohmann::json config = config_record(o, train, model->num_parameters());
     config["world_size"] = group.size;
+    if (plan) config.update(plan->log_fields());
     auto report = std::make_unique<LogReport>(o.log, config);
     log = report.get();
     trainer.add_extension(std::move(report));
@@ -186,6 +239,10 @@ int run_train(TrainOptions o) {
   const bool bar = o.progress == "bar" || (o.progress == "auto" && isatty(STDOUT_FILENO) != 0 && !group.active());
   if (leader) trainer.add_extension(std::make_unique<ProgressReport>(bar));
   const TrainerState s = trainer.run();
+  if (tracer != nullptr) {
+    write_rank_traces(o.trace, *tracer, group.rank, gather_strings(group), {{"model", o.model}, {"ranks", group.size}});
+    if (leader) fmt::print("trace: {}\n", o.trace);
+  }
   if (leader && s.last_eval) {
     fmt::print("final test accuracy {:.4f} ({} of {} samples)\n", s.last_eval->accuracy, s.last_eval->correct,
                s.last_eval->samples);
@@ -205,7 +262,9 @@ Action register_train(CLI::App& app) {
   t->add_option("--data", o->data_dir,
                 "Directory holding the dataset files (default: /usr/share/datasets/fashion-mnist for fashion-mnist, "
                 "from Debian's dataset-fashion-mnist package)");
-  t->add_option("--epochs", o->epochs, "Passes over the training set")->capture_default_str()->check(CLI::PositiveNumber);
+  t->add_option("--epochs", o->epochs, "Passes over the training set")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   t->add_option("--batch", o->batch, "Samples per step")->capture_default_str()->check(CLI::PositiveNumber);
   t->add_option("--eval-batch", o->eval_batch, "Samples per evaluation step")
       ->capture_default_str()
@@ -226,9 +285,11 @@ Action register_train(CLI::App& app) {
   t->add_flag("--nesterov", o->optimizer.nesterov, "Nesterov momentum (sgd)");
   t->add_option("--weight-decay", o->optimizer.weight_decay, "L2 penalty added to every gradient")
       ->capture_default_str();
-  t->add_option("--schedule", o->schedule.name, fmt::format("Learning-rate schedule: {}", fmt::join(schedule_names(), ", ")))
+  t->add_option("--schedule", o->schedule.name,
+                fmt::format("Learning-rate schedule: {}", fmt::join(schedule_names(), ", ")))
       ->capture_default_str();
-  t->add_option("--step-epochs", o->schedule.step_epochs, "step schedule: epochs between decays")->capture_default_str();
+  t->add_option("--step-epochs", o->schedule.step_epochs, "step schedule: epochs between decays")
+      ->capture_default_str();
   t->add_option("--gamma", o->schedule.gamma, "step schedule: factor per decay")->capture_default_str();
   t->add_option("--warmup-epochs", o->schedule.warmup_epochs,
                 "Linear warmup from 0.1x the learning rate over this many epochs (per step, Goyal et al.)")
@@ -243,20 +304,31 @@ Action register_train(CLI::App& app) {
   t->add_option("--seed", o->seed, "Seed of initialisation, shuffling and augmentation (runs are deterministic)")
       ->capture_default_str();
   t->add_option("--log", o->log, "JSONL metrics log ('' for none); written by rank 0")->capture_default_str();
-  t->add_option("--allreduce", o->allreduce,
-                "Under mpirun: gradient allreduce algorithm: ring, tree, butterfly, onetoall, mpi (MPI_Allreduce), auto")
+  t->add_option(
+       "--allreduce", o->allreduce,
+       "Under mpirun: gradient allreduce algorithm: ring, tree, butterfly, onetoall, mpi (MPI_Allreduce), auto")
       ->capture_default_str();
   t->add_option("--comm-dtype", o->comm_dtype, "Under mpirun: gradients on the wire as f32, f16 or bf16")
       ->capture_default_str();
-  t->add_option("--bucket-mb", o->bucket_mb,
+  t->add_option("--bucket-mb", o->bucket_mb_arg,
                 "Under mpirun: gradient bucket size in MiB; each bucket is allreduced as soon as its gradients are "
-                "final (0: one bucket per parameter)")
+                "final (0: one bucket per parameter; auto: the size the model predicts fastest, needs --profile)")
       ->capture_default_str();
   t->add_flag("--double-buffering", o->double_buffering,
               "Under mpirun: update with the previous step's allreduced gradients, so communication overlaps a "
               "whole step (one step stale)");
   t->add_option("--accumulate", o->accumulate,
                 "Under mpirun: split each rank's batch into K micro-batches, one allreduce per step")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  t->add_option("--profile", o->profile,
+                "Hardware profile (dtrain calibrate's JSON, or built-in names joined by '+'): print predicted beside "
+                "measured time per step at each epoch's end, log both, and resolve --allreduce/--bucket-mb auto by "
+                "the model");
+  t->add_option("--trace", o->trace,
+                "Write a Chrome trace (chrome://tracing, Perfetto) of --trace-steps steps: layers' forward and "
+                "backward, each bucket's allreduce, the update, per rank");
+  t->add_option("--trace-steps", o->trace_steps, "Steps the trace records, from the second step on")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   t->add_option("--timeout", o->timeout,

@@ -13,7 +13,23 @@ void Variable::add_grad_ready_hook(GradReadyHook hook) {
   impl_->grad_ready_hooks.push_back(std::move(hook));
 }
 
+namespace {
+thread_local OpObserver* op_observer = nullptr;
+}  // namespace
+
+void set_op_observer(OpObserver* observer) { op_observer = observer; }
+
 Variable Variable::from_op(Tensor data, std::string op, const std::vector<Variable>& inputs, BackwardFn backward) {
+  if (op_observer != nullptr) {
+    const std::string name = op;
+    Variable out = record_op(std::move(data), std::move(op), inputs, std::move(backward));
+    op_observer->op(name, inputs, out);
+    return out;
+  }
+  return record_op(std::move(data), std::move(op), inputs, std::move(backward));
+}
+
+Variable Variable::record_op(Tensor data, std::string op, const std::vector<Variable>& inputs, BackwardFn backward) {
   bool any = false;
   if (grad_enabled()) {
     for (const Variable& v : inputs) any = any || v.requires_grad();

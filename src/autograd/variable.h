@@ -78,6 +78,7 @@ class Variable {
   static Variable from_op(Tensor data, std::string op, const std::vector<Variable>& inputs, BackwardFn backward);
 
  private:
+  static Variable record_op(Tensor data, std::string op, const std::vector<Variable>& inputs, BackwardFn backward);
   std::shared_ptr<VariableImpl> impl_;
 };
 
@@ -102,5 +103,15 @@ class BackwardObserver {
   virtual void node_end(const Node& node) = 0;
 };
 void set_backward_observer(BackwardObserver* observer);
+
+// Observes every op as forward records it (Variable::from_op), gradients on or off: what a
+// composite module computes outside its layers (a residual block's add and ReLU), and which
+// backward node each op made. Installed per thread.
+class OpObserver {
+ public:
+  virtual ~OpObserver() = default;
+  virtual void op(const std::string& name, const std::vector<Variable>& inputs, const Variable& output) = 0;
+};
+void set_op_observer(OpObserver* observer);
 
 }  // namespace dtrain

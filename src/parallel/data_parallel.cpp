@@ -42,8 +42,11 @@ DataParallelUpdater::~DataParallelUpdater() {
 void DataParallelUpdater::submit(const std::vector<std::size_t>& buckets, int set) {
   const double scale = 1.0 / (static_cast<double>(worker_.communicator().size()) * config_.accumulate);
   for (std::size_t b : buckets) {
-    tickets_[static_cast<std::size_t>(set)] = worker_.submit([this, b, set, scale](comm::Communicator& c) {
+    UpdateObserver* o = observer_;
+    tickets_[static_cast<std::size_t>(set)] = worker_.submit([this, b, set, scale, o](comm::Communicator& c) {
+      if (o != nullptr) o->bucket_begin(b, buckets_->layout().bucket_elements[b]);
       buckets_->reduce(c, b, set, config_.algorithm, scale);
+      if (o != nullptr) o->bucket_end(b);
     });
   }
 }
@@ -98,8 +101,10 @@ void DataParallelUpdater::apply(int set, std::int64_t iteration, StepResult& r) 
                                    bad, iteration));
   }
   sw.reset();
+  if (observer_ != nullptr) observer_->update_begin();
   for (std::size_t i = 0; i < params_.size(); ++i) params_[i].set_grad(buckets_->gradient(i, set));
   optimizer_.step();
+  if (observer_ != nullptr) observer_->update_end();
   r.times.update += sw.seconds();
 }
 

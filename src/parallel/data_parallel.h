@@ -22,6 +22,7 @@
 #include "comm/algorithm.h"
 #include "parallel/buckets.h"
 #include "parallel/comm_worker.h"
+#include "train/trace_hooks.h"
 #include "train/updater.h"
 
 namespace dtrain {
@@ -43,6 +44,9 @@ class DataParallelUpdater : public Updater {
   StepResult update(const Batch& batch, std::int64_t iteration) override;
   void flush() override;
   const GradientBuckets& buckets() const { return *buckets_; }
+  // Each bucket's allreduce and the update, for traces; null to stop. Must outlive the jobs
+  // submitted while it is set.
+  void set_observer(UpdateObserver* observer) { observer_ = observer; }
 
  private:
   void forward_backward(const Batch& batch, std::int64_t iteration, StepResult& r);
@@ -62,6 +66,7 @@ class DataParallelUpdater : public Updater {
   std::vector<std::uint64_t> tickets_;  // per set: last job submitted
   std::vector<bool> pending_;          // per set: holds gradients not yet applied
   std::int64_t pending_iteration_ = 0;
+  UpdateObserver* observer_ = nullptr;
 };
 
 }  // namespace dtrain

@@ -37,7 +37,12 @@ std::size_t compute_kind_index(std::string_view layer_kind);
 struct LinkProfile {
   std::string name;
   Quantity latency;    // seconds per message (alpha)
-  Quantity bandwidth;  // bytes per second per direction (1 / beta)
+  Quantity bandwidth;  // bytes per second per direction, both directions busy (1 / beta)
+  // Bytes per second when only one direction carries data (a tree's reduce, then its broadcast;
+  // one-to-all): over TCP the acknowledgements then have the reverse direction to themselves.
+  // Optional in the schema (dtrain calibrate measures it); absent: `bandwidth`.
+  std::optional<Quantity> one_way_bandwidth;
+  double one_way() const { return one_way_bandwidth ? one_way_bandwidth->value : bandwidth.value; }
 };
 
 struct DeviceProfile {
@@ -49,10 +54,21 @@ struct DeviceProfile {
   Quantity reduce;                                     // bytes/s added into a buffer (1 / gamma)
 };
 
+// How much of its speed each of a worker's two threads keeps while the other one is busy: on a
+// CPU the communication thread polls its transport on the cores the compute threads use (and the
+// ranks of a host share them), so overlapped communication slows compute and vice versa. Each is a
+// fraction in (0, 1]; measured by dtrain calibrate; absent means 1 (a GPU computes while a DMA
+// engine or NIC moves the data).
+struct OverlapProfile {
+  Quantity compute;  // fraction of the compute rate kept while communication runs
+  Quantity comm;     // fraction of the communication rate kept while compute runs
+};
+
 struct NodeProfile {
   int accelerators = 1;
   LinkProfile intra_link;
-  Quantity disk_read;  // bytes/s for the whole node
+  Quantity disk_read;                     // bytes/s for the whole node
+  std::optional<OverlapProfile> overlap;  // optional in the schema
 };
 
 struct Profile {

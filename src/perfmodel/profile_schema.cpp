@@ -84,11 +84,15 @@ class Reader {
   }
 
   LinkProfile link(const json& j, const std::string& where) const {
-    fields(j, where, {"name", "latency", "bandwidth"});
+    fields(j, where, {"name", "latency", "bandwidth"}, {"one_way_bandwidth"});
     LinkProfile l;
     l.name = text(j["name"], where + ".name");
     l.latency = quantity(j["latency"], where + ".latency", true, "seconds per message");
     l.bandwidth = quantity(j["bandwidth"], where + ".bandwidth", false, "bytes per second per direction");
+    if (j.contains("one_way_bandwidth")) {
+      l.one_way_bandwidth =
+          quantity(j["one_way_bandwidth"], where + ".one_way_bandwidth", false, "bytes per second, one direction");
+    }
     return l;
   }
 
@@ -110,7 +114,7 @@ class Reader {
   }
 
   NodeProfile node(const json& j) const {
-    fields(j, "node", {"accelerators", "intra_link", "disk_read"});
+    fields(j, "node", {"accelerators", "intra_link", "disk_read"}, {"overlap"});
     NodeProfile n;
     const json& a = j["accelerators"];
     if (!a.is_number_integer() || a.get<std::int64_t>() < 1 || a.get<std::int64_t>() > 1 << 20) {
@@ -119,6 +123,16 @@ class Reader {
     n.accelerators = a.get<int>();
     n.intra_link = link(j["intra_link"], "node.intra_link");
     n.disk_read = quantity(j["disk_read"], "node.disk_read", false, "bytes per second");
+    if (j.contains("overlap")) {
+      fields(j["overlap"], "node.overlap", {"compute", "comm"});
+      OverlapProfile o;
+      o.compute = quantity(j["overlap"]["compute"], "node.overlap.compute", false, "a fraction in (0, 1]");
+      o.comm = quantity(j["overlap"]["comm"], "node.overlap.comm", false, "a fraction in (0, 1]");
+      for (const auto& [q, where] : {std::pair{&o.compute, "compute"}, std::pair{&o.comm, "comm"}}) {
+        if (q->value > 1) fail(fmt::format("'node.overlap.{}' is {}; it must be in (0, 1]", where, q->value));
+      }
+      n.overlap = o;
+    }
     return n;
   }
 
@@ -132,7 +146,9 @@ json quantity_json(const Quantity& q) {
 }
 
 json link_json(const LinkProfile& l) {
-  return {{"name", l.name}, {"latency", quantity_json(l.latency)}, {"bandwidth", quantity_json(l.bandwidth)}};
+  json j = {{"name", l.name}, {"latency", quantity_json(l.latency)}, {"bandwidth", quantity_json(l.bandwidth)}};
+  if (l.one_way_bandwidth) j["one_way_bandwidth"] = quantity_json(*l.one_way_bandwidth);
+  return j;
 }
 
 }  // namespace
@@ -197,13 +213,14 @@ json profile_to_json(const Profile& p) {
                  {"update", quantity_json(p.device.update)},
                  {"reduce", quantity_json(p.device.reduce)}};
   if (!p.device.nvlink.empty()) device["nvlink"] = p.device.nvlink;
-  json j = {{"dtrain_profile", kProfileSchemaVersion},
-            {"name", p.name},
-            {"device", device},
-            {"node",
-             {{"accelerators", p.node.accelerators},
-              {"intra_link", link_json(p.node.intra_link)},
-              {"disk_read", quantity_json(p.node.disk_read)}}}};
+  json node = {{"accelerators", p.node.accelerators},
+               {"intra_link", link_json(p.node.intra_link)},
+               {"disk_read", quantity_json(p.node.disk_read)}};
+  if (p.node.overlap) {
+    node["overlap"] = {{"compute", quantity_json(p.node.overlap->compute)},
+                       {"comm", quantity_json(p.node.overlap->comm)}};
+  }
+  json j = {{"dtrain_profile", kProfileSchemaVersion}, {"name", p.name}, {"device", device}, {"node", node}};
   if (!p.description.empty()) j["description"] = p.description;
   if (p.network) j["network"] = link_json(*p.network);
   return j;

@@ -9,6 +9,7 @@
 #include "parallel/buckets.h"
 #include "perfmodel/allreduce_time.h"
 #include "perfmodel/layer_cost.h"
+#include "perfmodel/step_simulation.h"
 
 namespace dtrain::perf {
 namespace {
@@ -131,33 +132,50 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   StepPrediction s;
   const bool distributed = c.workers > 1;
   const double k = c.accumulate;
-  // The last micro-batch's backward, layer by layer in reverse; each parameter's gradient is
-  // final when its layer's backward ends, and the hook then copies it into its bucket.
-  const double before_last = (k - 1) * (plan.forward + plan.backward) + plan.forward;
-  std::vector<std::vector<std::size_t>> owned(w.layers.size());
+  const std::size_t layers = w.layers.size();
+  // The compute thread's items: forward and backward of each micro-batch, layer by layer. In the
+  // last backward each parameter's grad-ready hook copies its gradient into its bucket as soon as
+  // its layer's backward ends; a bucket is released when its last gradient is in and every bucket
+  // before it was released.
+  SimInput sim;
+  sim.double_buffering = c.double_buffering;
+  sim.steps = kSimulatedSteps;
+  std::vector<std::string> item_name;
+  std::vector<bool> item_backward;
+  for (int m = 0; m < c.accumulate; ++m) {
+    for (std::size_t i = 0; i < layers; ++i) {
+      sim.items.push_back({plan.layers[i].forward.seconds, {}});
+      item_name.push_back(w.layers[i].path);
+      item_backward.push_back(false);
+    }
+    if (m == c.accumulate - 1) sim.forward_items = sim.items.size();
+    for (std::size_t i = layers; i-- > 0;) {
+      sim.items.push_back({plan.layers[i].backward.seconds, {}});
+      item_name.push_back(w.layers[i].path);
+      item_backward.push_back(true);
+    }
+  }
+  std::vector<std::vector<std::size_t>> owned(layers);
   std::vector<std::size_t> orphans;
   for (std::size_t i = 0; i < w.params.size(); ++i) {
-    (w.params[i].layer < w.layers.size() ? owned[w.params[i].layer] : orphans).push_back(i);
+    (w.params[i].layer < layers ? owned[w.params[i].layer] : orphans).push_back(i);
   }
-  std::vector<double> ready(w.params.size(), 0);
-  double t = before_last, copies = 0;
+  // Item of the last backward that makes each parameter's gradient final.
+  std::vector<std::size_t> final_item(w.params.size(), sim.items.empty() ? 0 : sim.items.size() - 1);
+  double copies = 0;
   const double copy_rate = 4.0 / d.memory_read.value + 4.0 / d.memory_write.value;  // s per element
-  for (std::size_t i = w.layers.size(); i-- > 0;) {
-    t += plan.layers[i].backward.seconds;
+  for (std::size_t i = 0; i < layers; ++i) {
+    const std::size_t it = sim.items.size() - 1 - i;  // layer i's backward in the last micro-batch
     for (std::size_t q : owned[i]) {
       if (distributed) {
         const double copy = static_cast<double>(w.params[q].numel) * copy_rate;
-        t += copy;
+        sim.items[it].seconds += copy;
         copies += copy;
       }
-      ready[q] = t;
+      final_item[q] = it;
     }
   }
-  for (std::size_t q : orphans) ready[q] = t;
-  const double backward_end = t;
 
-  // Buckets and their communication-thread cost.
-  std::vector<double> bucket_cost;
   if (distributed) {
     std::vector<std::int64_t> numels;
     for (const ParameterInfo& q : w.params) numels.push_back(q.numel);
@@ -167,13 +185,14 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
     const double local_rate = (half ? 14.0 : 8.0) / d.memory_read.value + (half ? 10.0 : 4.0) / d.memory_write.value;
     const AllreducePlan ar{c.algorithm, c.workers, c.hierarchical, c.comm_dtype, c.chunk_bytes};
     std::map<std::int64_t, AllreduceTime> memo;  // buckets of equal size cost the same
-    double released = 0;
+    std::size_t released_by = 0;
     for (std::size_t b = 0; b < layout.buckets.size(); ++b) {
       BucketTiming bt;
       bt.elements = layout.bucket_elements[b];
-      for (std::size_t q : layout.buckets[b]) bt.ready = std::max(bt.ready, ready[q]);
-      released = std::max(released, bt.ready);
-      bt.ready = released;
+      std::size_t last = 0;
+      for (std::size_t q : layout.buckets[b]) last = std::max(last, final_item[q]);
+      released_by = std::max(released_by, last);  // in order: after every bucket before it
+      if (!sim.items.empty()) sim.items[released_by].releases.push_back(b);
       auto it = memo.find(bt.elements);
       if (it == memo.end()) {
         it = memo.emplace(bt.elements, allreduce_time(ar, static_cast<std::size_t>(bt.elements), p)).first;
@@ -181,59 +200,48 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
       bt.allreduce = it->second.seconds;
       s.comm_allreduce += bt.allreduce;
       s.comm_latency += it->second.latency;
-      bucket_cost.push_back(bt.allreduce + static_cast<double>(bt.elements) * local_rate);
+      sim.bucket_seconds.push_back(bt.allreduce + static_cast<double>(bt.elements) * local_rate);
       s.buckets.push_back(bt);
     }
   }
-  const double update = plan.update;
-  const double compute_part = backward_end;  // forward and backward of every micro-batch, with the copies
-
-  // Consecutive steps: the compute thread and one FIFO communication thread.
-  double compute_free = 0, comm_free = 0, previous_comm_end = 0, previous_step_end = 0;
-  double period = 0, exposed = 0, step_start = 0;
-  for (int step = 0; step < kSimulatedSteps; ++step) {
-    step_start = compute_free;
-    for (std::size_t b = 0; b < bucket_cost.size(); ++b) {
-      const double start = std::max(step_start + s.buckets[b].ready, comm_free);
-      comm_free = start + bucket_cost[b];
-      if (step == kSimulatedSteps - 1) {
-        s.buckets[b].start = start - step_start;
-        s.buckets[b].end = comm_free - step_start;
-      }
-    }
-    const double end_backward = step_start + compute_part;
-    double update_start = end_backward;
-    double update_time = update;
-    if (!c.double_buffering) {
-      update_start = std::max(end_backward, comm_free);
-    } else if (step == 0) {
-      update_time = 0;  // the first step only communicates
-    } else {
-      update_start = std::max(end_backward, previous_comm_end);
-    }
-    previous_comm_end = comm_free;
-    compute_free = update_start + update_time;
-    period = compute_free - previous_step_end;
-    previous_step_end = compute_free;
-    exposed = update_start - end_backward;
+  sim.update = plan.update;
+  if (distributed && p.node.overlap) {
+    sim.compute_share = p.node.overlap->compute.value;
+    sim.comm_share = p.node.overlap->comm.value;
   }
+  const SimStep r = simulate_steps(sim);
 
   const double fwd = k * plan.forward;
   const double bwd = k * plan.backward + copies;
-  s.compute = fwd + bwd + update;
+  s.compute = fwd + bwd + plan.update;
   s.comm = 0;
-  for (double x : bucket_cost) s.comm += x;
+  for (double x : sim.bucket_seconds) s.comm += x;
   s.data = data;
-  const double exposed_data = std::max(0.0, data - period);
-  s.step = period + exposed_data;
-  s.phases = {exposed_data, fwd, bwd, exposed, update};
+  const double exposed_data = std::max(0.0, data - r.period);
+  s.step = r.period + exposed_data;
+  // As the updater times them: wall time of the forward passes, of the backward passes, of the
+  // wait for the buckets, of the update.
+  double forward_wall = 0, backward_wall = 0;
+  for (std::size_t i = 0; i < sim.items.size(); ++i) {
+    (item_backward[i] ? backward_wall : forward_wall) += r.item_end[i] - r.item_start[i];
+  }
+  s.phases = {exposed_data, forward_wall, backward_wall, r.update_start - r.backward_end,
+              r.update_end - r.update_start};
+  for (std::size_t b = 0; b < s.buckets.size(); ++b) {
+    s.buckets[b].ready = r.bucket_ready[b];
+    s.buckets[b].start = r.bucket_start[b];
+    s.buckets[b].end = r.bucket_end[b];
+  }
 
-  add_compute_events(w, plan, c.accumulate, exposed_data, s);
+  for (std::size_t i = 0; i < sim.items.size(); ++i) {
+    s.timeline.push_back({item_name[i], item_backward[i] ? "backward" : "forward", "compute",
+                          exposed_data + r.item_start[i], r.item_end[i] - r.item_start[i]});
+  }
   for (std::size_t b = 0; b < s.buckets.size(); ++b) {
     s.timeline.push_back({fmt::format("bucket {}", b), "allreduce", "comm", exposed_data + s.buckets[b].start,
                           s.buckets[b].end - s.buckets[b].start});
   }
-  s.timeline.push_back({"update", "update", "compute", exposed_data + compute_part + exposed, update});
+  s.timeline.push_back({"update", "update", "compute", exposed_data + r.update_start, r.update_end - r.update_start});
   s.timeline.push_back({"load batch", "data", "loader", 0, data});
   s.bottleneck = name_bottleneck(s.compute, s.comm, s.comm_latency, data, false);
   return s;

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "nn/models/models.h"
+#include "perfmodel/layer_trace.h"
 
 namespace dtrain::perf {
 namespace {
@@ -44,7 +45,7 @@ double Workload::sample_bytes() const {
 Workload describe_model(Module& model, const Shape& sample_shape, const std::string& name) {
   Workload w;
   w.model = name;
-  w.layers = summarize(model, sample_shape);
+  w.layers = trace_layers(model, sample_shape);
   std::unordered_map<std::string, std::size_t> first_call;
   for (std::size_t i = 0; i < w.layers.size(); ++i) first_call.emplace(w.layers[i].path, i);
   for (const auto& [pname, var] : model.named_parameters()) {

@@ -31,7 +31,8 @@ struct Workload {
   double sample_bytes() const;
 };
 
-// Traces `model` on one sample of `sample_shape` (summarize) and maps every named parameter to
+// Traces `model` on one sample of `sample_shape` (trace_layers: its layers and the functional ops
+// of composite modules) and maps every named parameter to
 // its layer by path ("layer1.0.conv1.weight" belongs to layer "layer1.0.conv1").
 Workload describe_model(Module& model, const Shape& sample_shape, const std::string& name);
 // Builds a model from the zoo (nn/models) for `dataset` and describes it.

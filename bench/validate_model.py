@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Validate dtrain's performance model on this machine: calibrate, then measure and predict a grid.
+
+For every layout (one process; 2 and 4 ranks on this host, 4 oversubscribing a 2-core machine is a
+layout like any other; two emulated hosts of tools/netns_hosts.sh, network namespaces joined by a
+veth link shaped with tc tbf, at each --rates value) the script runs `dtrain calibrate` under that
+very layout (by default once per model, `--models M`: the compute rates of that model's own layer
+shapes), then for every row of the grid (models W1 mlp, W2 lenet, W3 resnet20; allreduce ring,
+tree, butterfly, onetoall, mpi; f32 or f16 on the wire; with or without double buffering) it
+predicts the time per step with `dtrain predict --profile <that calibration> --json` and measures
+it with `dtrain bench train` under the same layout. Every constant comes from the calibration;
+nothing is fitted to the measured steps (Paleo's authors fitted an efficiency per experiment).
+
+Prints each row's predicted and measured time per step and the error, then the median and maximum
+absolute percentage error (targets: median <= 10%, maximum <= 25%).
+
+Every factor is a flag, so a reduced grid is a matter of naming fewer levels:
+  bench/validate_model.py                                   # the whole grid
+  bench/validate_model.py --ranks 1,2 --models mlp --algorithms ring,mpi --dtypes f32 --db no \\
+      --rates ''                                            # 4 rows, no emulated hosts
+  bench/validate_model.py --list                            # the rows and nothing else
+A one-process layout has one row per model (there is nothing to exchange). The emulated hosts
+need root and iproute2; --rates '' leaves them out. Each row runs `bench train` for about
+--seconds (its step count from the prediction, within --min-steps..--max-steps).
+"""
+import argparse
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import benchlib as bl
+
+MODELS = ["mlp", "lenet", "resnet20"]
+ALGORITHMS = ["ring", "tree", "butterfly", "onetoall", "mpi"]
+DATASET = {"mlp": "fashion-mnist", "lenet": "fashion-mnist", "resnet20": "cifar10"}
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def listed(text):
+    return [x for x in text.split(",") if x]
+
+
+class Layout:
+    """How ranks start: one process, mpirun on this host, or mpirun across the two emulated hosts
+    (per_host ranks on each; `rate` shapes the link between them)."""
+
+    def __init__(self, ranks, rate=None, per_host=1):
+        self.ranks, self.rate, self.per_host = ranks, rate, per_host
+        self.env = dict(os.environ, **MPI_ENV)
+        if rate is not None:
+            self.env["NETNS_NAME"] = f"dtv{os.getpid()}"
+            self.name = f"2 hosts x {per_host}, {rate}"
+        else:
+            self.name = "1 process" if ranks == 1 else f"{ranks} ranks, 1 host"
+
+    def prefix(self):
+        if self.rate is not None:
+            subnet = self.env.get("NETNS_SUBNET", "10.78.0")
+            return [bl.NETNS_HOSTS, "mpirun", "-np", str(self.ranks), "--host",
+                    f"{subnet}.1:{self.per_host},{subnet}.2:{self.per_host}"]
+        return [] if self.ranks == 1 else bl.MPIRUN + ["-np", str(self.ranks)]
+
+    def __enter__(self):
+        if self.rate is not None:
+            bl.run([bl.NETNS_HOSTS, "up", "--rate", self.rate], env=self.env)
+        return self
+
+    def __exit__(self, *exc):
+        if self.rate is not None:
+            subprocess.run([bl.NETNS_HOSTS, "down"], env=self.env)
+
+
+def build_grid(a):
+    layouts = [Layout(int(r)) for r in listed(a.ranks)]
+    layouts += [Layout(2 * a.per_host, rate, a.per_host) for rate in listed(a.rates)]
+    dbs = {"no": [False], "yes": [True], "both": [False, True]}[a.db]
+    grid = []
+    for lay in layouts:
+        if lay.ranks == 1:
+            rows = [dict(model=m, algorithm="-", dtype="f32", db=False) for m in listed(a.models)]
+        else:
+            rows = [dict(model=m, algorithm=al, dtype=d, db=db) for m, al, d, db in
+                    itertools.product(listed(a.models), listed(a.algorithms), listed(a.dtypes), dbs)]
+        grid.append((lay, rows))
+    return grid
+
+
+def label(lay, r):
+    if lay.ranks == 1:
+        return f"{lay.name:<22} {r['model']:<9}"
+    return f"{lay.name:<22} {r['model']:<9} {r['algorithm']:<9} {r['dtype']} {'db' if r['db'] else '  '}"
+
+
+def calibrate(a, lay, path, models):
+    cmd = lay.prefix() + [a.dtrain, "calibrate", "--threads", "1", "--batch", str(a.batch), "--models",
+                          ",".join(models), "-o", path]
+    return bl.run(cmd, env=lay.env)
+
+
+def predict(a, profile, lay, row):
+    cmd = [a.dtrain, "predict", "--model", row["model"], "--dataset", DATASET[row["model"]], "--workers",
+           str(lay.ranks), "--batch-per-worker", str(a.batch), "--profile", profile, "--epochs", "1", "--json"]
+    if lay.ranks > 1:
+        cmd += ["--allreduce", row["algorithm"], "--comm-dtype", row["dtype"], "--bucket-mb", str(a.bucket_mb)]
+        if row["db"]:
+            cmd.append("--double-buffering")
+    return json.loads(bl.run(cmd))["runs"][-1]["step_s"]
+
+
+def measure(a, lay, row, predicted):
+    steps = max(a.min_steps, min(a.max_steps, round(a.seconds / max(predicted, 1e-4))))
+    cmd = lay.prefix() + [a.dtrain, "bench", "train", "--model", row["model"], "--batch", str(a.batch),
+                          "--threads", "1", "--steps", str(steps), "--warmup", str(max(2, steps // 10))]
+    if lay.ranks > 1:
+        cmd += ["--allreduce", row["algorithm"], "--comm-dtype", row["dtype"], "--bucket-mb", str(a.bucket_mb)]
+        if row["db"]:
+            cmd.append("--double-buffering")
+    return bl.fields(bl.run(cmd, env=lay.env))["step_ms"] / 1e3
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dtrain", default=bl.DEFAULT_DTRAIN, help="the dtrain binary")
+    ap.add_argument("--ranks", default="1,2,4", help="ranks on this host, one layout each ('' for none)")
+    ap.add_argument("--rates", default="100mbit,1gbit", help="tbf rates of the two-host layouts ('' for none)")
+    ap.add_argument("--per-host", type=int, default=1, help="ranks per emulated host")
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--algorithms", default=",".join(ALGORITHMS))
+    ap.add_argument("--dtypes", default="f32,f16")
+    ap.add_argument("--db", choices=["no", "yes", "both"], default="both", help="double buffering")
+    ap.add_argument("--batch", type=int, default=64, help="samples per rank per step")
+    ap.add_argument("--bucket-mb", type=float, default=1.0)
+    ap.add_argument("--seconds", type=float, default=2.0, help="measured seconds per row, roughly")
+    ap.add_argument("--min-steps", type=int, default=5)
+    ap.add_argument("--max-steps", type=int, default=200)
+    ap.add_argument("--reps", type=int, default=1,
+                    help="repetitions of the grid, each with fresh calibrations; rows report medians")
+    ap.add_argument("--quiet", type=int, default=0,
+                    help="before each calibration and row, wait until at most this many threads are runnable")
+    ap.add_argument("--shared-calibration", action="store_true",
+                    help="one calibration per layout over all models (default: one per model and layout)")
+    ap.add_argument("--list", action="store_true", help="print the rows of the grid and stop")
+    ap.add_argument("--json", help="write every row here")
+    a = ap.parse_args()
+    a.dtrain = os.path.abspath(a.dtrain)
+    for flag, given, valid in (("--models", a.models, MODELS), ("--algorithms", a.algorithms, ALGORITHMS),
+                               ("--dtypes", a.dtypes, ["f32", "f16", "bf16"])):
+        bad = [x for x in listed(given) if x not in valid]
+        if bad:
+            ap.error(f"{flag}: unknown {', '.join(bad)}; valid: {', '.join(valid)}")
+    grid = build_grid(a)
+    total = sum(len(rows) for _, rows in grid)
+    if a.list:
+        for lay, rows in grid:
+            for r in rows:
+                print(label(lay, r))
+        print(f"{total} rows in {len(grid)} layouts")
+        return
+    if not os.access(a.dtrain, os.X_OK):
+        sys.exit(f"validate_model.py: no dtrain binary at {a.dtrain}; build it and pass --dtrain PATH")
+    if any(lay.rate is not None for lay, _ in grid):
+        check = subprocess.run([bl.NETNS_HOSTS, "check"], capture_output=True, text=True)
+        if check.returncode != 0:
+            sys.exit(check.stderr.strip() + "\n(--rates '' leaves the two-host layouts out)")
+
+    bl.header(f"performance model against measured steps: {total} rows, batch {a.batch} per rank, 1 thread")
+    print(f"{'layout':<22} {'model':<9} {'exchange':<15} {'predicted':>11} {'measured':>11} {'error':>8}", flush=True)
+    runs, failed, start = {}, [], time.time()
+    with tempfile.TemporaryDirectory(prefix="dtrain-validate-") as tmp:
+        for rep in range(a.reps):
+            for i, (lay, rows) in enumerate(grid):
+                with lay:
+                    # One calibration per model (the rates of its own layer shapes, as `dtrain
+                    # calibrate --models` is meant to be used) or, with --shared-calibration, one
+                    # for all models of the grid.
+                    groups = [listed(a.models)] if a.shared_calibration else [[m] for m in listed(a.models)]
+                    profiles = {}
+                    for models in groups:
+                        path = os.path.join(tmp, f"rep{rep}-layout{i}-{'-'.join(models)}.json")
+                        bl.wait_quiet(a.quiet)
+                        t0 = time.time()
+                        calibrate(a, lay, path, models)
+                        print(f"# {lay.name}: calibrated on {','.join(models)} in {time.time() - t0:.1f} s "
+                              f"(repetition {rep + 1})", flush=True)
+                        profiles.update({m: path for m in models})
+                    for r in rows:
+                        bl.wait_quiet(a.quiet)
+                        t1 = time.time()
+                        key = label(lay, r)
+                        try:
+                            p = predict(a, profiles[r["model"]], lay, r)
+                            m = measure(a, lay, r, p)
+                        except SystemExit as e:  # benchlib.run's failure: report the row, go on
+                            failed.append(key)
+                            print(f"{key:<54} FAILED: {str(e.code).strip()[-400:]}", flush=True)
+                            continue
+                        res = runs.setdefault(key, dict(r, layout=lay.name, ranks=lay.ranks, pred=[], meas=[]))
+                        res["pred"].append(p)
+                        res["meas"].append(m)
+                        res["row_s"] = time.time() - t1
+                        print(f"{key:<54} {p * 1e3:8.2f} ms {m * 1e3:8.2f} ms {100 * (p - m) / m:+7.1f}%", flush=True)
+    results = list(runs.values())
+    for res in results:
+        res["predicted_s"], res["measured_s"] = bl.median(res["pred"]), bl.median(res["meas"])
+        res["error"] = (res["predicted_s"] - res["measured_s"]) / res["measured_s"]
+    if a.reps > 1:
+        print(f"\nmedians of {a.reps} repetitions:")
+        for key, res in runs.items():
+            p, m = res["predicted_s"], res["measured_s"]
+            print(f"{key:<54} {p * 1e3:8.2f} ms {m * 1e3:8.2f} ms {100 * res['error']:+7.1f}%")
+    if failed:
+        print(f"\n{len(failed)} row run(s) failed and are left out: " + "; ".join(sorted(set(failed))))
+    if not results:
+        sys.exit("validate_model.py: no row was measured")
+    errors = [abs(r["error"]) for r in results]
+    med, worst = bl.median(errors), max(errors)
+    print(f"\n{len(results)} rows in {time.time() - start:.0f} s: median absolute error {100 * med:.1f}% "
+          f"(target <= 10%), maximum {100 * worst:.1f}% (target <= 25%)")
+    bl.footer()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"rows": results, "median_abs_error": med, "max_abs_error": worst}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

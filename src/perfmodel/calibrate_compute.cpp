@@ -1,0 +1,304 @@
+#include "perfmodel/calibrate_compute.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "autograd/ops/elementwise.h"
+#include "core/error.h"
+#include "core/timer.h"
+#include "nn/activation.h"
+#include "nn/batch_norm.h"
+#include "nn/conv2d.h"
+#include "nn/linear.h"
+#include "nn/models/models.h"
+#include "optim/optimizer.h"
+#include "perfmodel/layer_cost.h"
+#include "perfmodel/layer_trace.h"
+
+namespace dtrain::perf {
+namespace {
+
+constexpr std::size_t kMinStreamBytes = std::size_t{1} << 20;
+constexpr std::size_t kDiskBytes = std::size_t{64} << 20;
+constexpr int kMinCalls = 5, kMaxCalls = 10000, kWarmupCalls = 2;
+
+void sync(const ComputeCalibrationOptions& o) {
+  if (o.barrier) o.barrier();
+}
+
+// Mean seconds of `call` after warm-up calls, repeated until min_seconds were measured. The mean,
+// not the median: on a shared machine a short call often fits between two preemptions, so its
+// median misses the share of the cores a long training loop really gets.
+template <typename F>
+double time_calls(F&& call, double min_seconds) {
+  for (int i = 0; i < kWarmupCalls; ++i) call();
+  int calls = 0;
+  Stopwatch sw;
+  while (calls < kMinCalls || (sw.seconds() < min_seconds && calls < kMaxCalls)) {
+    call();
+    ++calls;
+  }
+  return sw.seconds() / calls;
+}
+
+// The input the zoo feeds each model (as `dtrain bench train` does): CIFAR-sized images for the
+// ResNets, 224x224 for ResNet-50, Fashion-MNIST-sized for the others.
+ModelInput natural_input(const std::string& model) {
+  if (model == "resnet50") return {3, 224, 224, 1000};
+  if (model.rfind("resnet", 0) == 0) return {3, 32, 32, 10};
+  return {1, 28, 28, 10};
+}
+
+std::string describe(const LayerSummary& l) {
+  std::string s = fmt::format("{} {}->{}", l.kind, l.input.str(), l.output.str());
+  if (l.kernel > 0) s += fmt::format(" k{}/s{}/p{}", l.kernel, l.stride, l.padding);
+  return s;
+}
+
+bool first_weighted_layer(const LayerSummary& l) {
+  return (l.kind == "conv2d" || l.kind == "linear") && l.backward_flops == l.forward_flops;
+}
+
+}  // namespace
+
+LayerCall make_layer(const LayerSummary& l, Rng& rng) {
+  std::shared_ptr<Module> m;
+  if (l.kind == "conv2d") {
+    const bool bias = l.params > l.in_channels * l.out_channels * l.kernel * l.kernel;
+    m = std::make_shared<Conv2d>(l.in_channels, l.out_channels, l.kernel, l.stride, l.padding, bias, rng);
+  } else if (l.kind == "linear") {
+    m = std::make_shared<Linear>(l.in_channels, l.out_channels, l.params > l.in_channels * l.out_channels, rng);
+  } else if (l.kind == "batch_norm") {
+    m = std::make_shared<BatchNorm>(l.input[0]);
+  } else if (l.kind == "max_pool" || l.kind == "avg_pool") {
+    m = std::make_shared<Pool2d>(l.kind == "max_pool" ? PoolKind::kMax : PoolKind::kAvg, l.kernel, l.stride, l.padding);
+  } else if (l.kind == "global_avg_pool") {
+    m = global_avg_pool();
+  } else if (l.kind == "relu") {
+    m = std::make_shared<ReLU>();
+  } else if (l.kind == "add") {
+    return {[](const Variable& x) { return ops::add(x, x); }, nullptr};
+  } else {
+    return {};  // flatten, dropout and other kinds the zoo's small models do not run
+  }
+  return {[m](const Variable& x) { return (*m)(x); }, m};
+}
+
+namespace {
+
+double stream_read(std::size_t bytes, double min_seconds) {
+  const std::size_t words = bytes / sizeof(std::uint64_t);
+  std::vector<std::uint64_t> a(words, 1);
+  volatile std::uint64_t sink = 0;
+  const double t = time_calls(
+      [&] {
+        std::uint64_t x = 0;
+        for (std::size_t i = 0; i < words; ++i) x ^= a[i];
+        sink = sink ^ x;
+      },
+      min_seconds);
+  return static_cast<double>(bytes) / t;
+}
+
+double stream_write(std::size_t bytes, double min_seconds) {
+  std::vector<std::uint8_t> a(bytes, 1);
+  int value = 0;
+  const double t = time_calls([&] { std::memset(a.data(), ++value & 0xff, a.size()); }, min_seconds);
+  return static_cast<double>(bytes) / t;
+}
+
+double disk_read_rate(const std::string& dir_option) {
+  std::string dir = dir_option;
+  if (dir.empty()) dir = std::getenv("TMPDIR") != nullptr ? std::getenv("TMPDIR") : "/tmp";
+  const std::string path = fmt::format("{}/dtrain-calibrate-{}.bin", dir, ::getpid());
+  std::vector<char> block(std::size_t{1} << 20, 'x');
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) {
+    throw InputError(
+        fmt::format("cannot create the disk benchmark file '{}' ({}); give a writable folder with "
+                    "--scratch-dir",
+                    path, std::strerror(errno)));
+  }
+  bool ok = true;
+  for (std::size_t done = 0; done < kDiskBytes && ok; done += block.size()) {
+    ok = ::write(fd, block.data(), block.size()) == static_cast<ssize_t>(block.size());
+  }
+  ok = ok && ::fsync(fd) == 0 && ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+  Stopwatch sw;
+  std::size_t read_bytes = 0;
+  if (ok && ::lseek(fd, 0, SEEK_SET) == 0) {
+    for (ssize_t n; (n = ::read(fd, block.data(), block.size())) > 0;) read_bytes += static_cast<std::size_t>(n);
+  }
+  const double seconds = sw.seconds();
+  ::close(fd);
+  ::unlink(path.c_str());
+  if (!ok || read_bytes != kDiskBytes) {
+    throw DataError(
+        fmt::format("the disk benchmark could not write and read back '{}' (disk full?); give "
+                    "another folder with --scratch-dir",
+                    path));
+  }
+  return static_cast<double>(read_bytes) / seconds;
+}
+
+double update_seconds(Module& model, double min_seconds) {
+  std::vector<Variable> params = model.parameters();
+  for (Variable& p : params) p.set_grad(Tensor::full(p.shape(), 1e-6));
+  auto optimizer = make_optimizer(OptimizerConfig{}, params);
+  return time_calls([&] { optimizer->step(); }, min_seconds);
+}
+
+}  // namespace
+
+double solve_roofline_rate(const std::vector<ShapeTiming>& timings) {
+  double flops = 0, seconds = 0, memory = 0;
+  for (const ShapeTiming& t : timings) {
+    flops += t.flops;
+    seconds += t.seconds;
+    memory += t.memory_seconds;
+  }
+  DT_CHECK(flops > 0 && seconds > 0, "no work measured");
+  auto predicted = [&](double r) {
+    double s = 0;
+    for (const ShapeTiming& t : timings) s += std::max(t.flops / r, t.memory_seconds);
+    return s;
+  };
+  if (memory >= seconds) return flops / seconds;
+  // predicted(r) falls from +inf towards `memory` as r grows; bracket and bisect in log space.
+  double lo = flops / seconds / 2, hi = flops / seconds;
+  while (predicted(hi) > seconds) hi *= 2;
+  for (int i = 0; i < 100 && hi / lo > 1 + 1e-9; ++i) {
+    const double mid = std::sqrt(lo * hi);
+    (predicted(mid) > seconds ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+struct LayerBench::Prepared {
+  LayerCall layer;
+  std::vector<Variable> params;
+  Variable input;
+  Tensor seed;
+};
+
+LayerBench::LayerBench(const ComputeCalibrationOptions& o) : batch_(o.batch) {
+  if (o.batch < 1) throw InputError(fmt::format("--batch must be >= 1, got {}", o.batch));
+  if (o.models.empty()) throw InputError("--models needs at least one model");
+  Rng rng(1);
+  std::map<std::string, bool> seen;
+  std::array<bool, kComputeKinds.size()> covered{}, by_chosen{};
+  // Kinds the chosen models lack are measured on the default models' layers of that kind.
+  std::vector<std::string> names = o.models;
+  const ComputeCalibrationOptions defaults;
+  names.insert(names.end(), defaults.models.begin(), defaults.models.end());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const bool chosen = i < o.models.size();
+    if (i == o.models.size()) by_chosen = covered;
+    const ModelInput in = natural_input(names[i]);
+    auto model = make_model(names[i], in, rng);
+    for (const LayerSummary& l : trace_layers(*model, Shape{in.channels, in.height, in.width})) {
+      const std::size_t kind = compute_kind_index(l.kind);
+      if (!chosen && by_chosen[kind]) continue;
+      const std::string key = fmt::format("{} {} {}", describe(l), l.params, first_weighted_layer(l));
+      if (l.forward_flops <= 0 || !seen.emplace(key, true).second) continue;
+      LayerCall call = make_layer(l, rng);
+      if (!call) continue;
+      covered[kind] = true;
+      layers_.push_back(l);
+      prepared_.push_back(prepare(l, std::move(call), rng));
+      const double biggest = static_cast<double>(std::max(l.input.numel(), l.output.numel()));
+      largest_bytes_ = std::max(largest_bytes_, static_cast<std::size_t>(4.0 * static_cast<double>(o.batch) * biggest));
+    }
+    if (chosen) models_.push_back(std::move(model));
+  }
+}
+
+LayerBench::~LayerBench() = default;
+
+// The input in the layout the model feeds (channel-blocked from the first layer with a multiple
+// of 16 channels on: docs/design.md), and the gradient seed in the output's layout.
+std::unique_ptr<LayerBench::Prepared> LayerBench::prepare(const LayerSummary& l, LayerCall call, Rng& rng) const {
+  auto p = std::make_unique<Prepared>();
+  p->layer = std::move(call);
+  if (p->layer.module) p->params = p->layer.module->parameters();
+  std::vector<std::int64_t> dims{batch_};
+  dims.insert(dims.end(), l.input.dims().begin(), l.input.dims().end());
+  std::vector<float> values(static_cast<std::size_t>(Shape(dims).numel()));
+  for (float& v : values) v = static_cast<float>(rng.uniform(-1, 1));
+  Tensor x = Tensor::from_vector(values, Shape(dims));
+  if (dims.size() == 4 && dims[1] % 16 == 0) x = x.to_layout(Layout::kNChw16c);
+  p->input = Variable(x, !first_weighted_layer(l));
+  return p;
+}
+
+void LayerBench::run(std::size_t i) {
+  Prepared& p = *prepared_.at(i);
+  // As the optimizer's zero_grad before each step: backward assigns, never accumulates.
+  p.input.zero_grad();
+  for (Variable& q : p.params) q.zero_grad();
+  Variable y = p.layer.call(p.input);
+  if (!p.seed.defined()) p.seed = Tensor::full(y.shape(), 1.0).to_layout(y.data().layout());
+  y.backward(p.seed);
+}
+
+double LayerBench::time(std::size_t i, double min_seconds) {
+  return time_calls([&] { run(i); }, min_seconds);
+}
+
+std::string LayerBench::describe_layer(std::size_t i) const { return describe(layers_.at(i)); }
+
+DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOptions& o) {
+  // Memory is measured on a buffer as large as the largest tensor a layer streams: the level of
+  // the memory hierarchy activations live in (caches for small images, DRAM for large ones).
+  const std::size_t stream = std::max(std::bit_ceil(bench.largest_tensor_bytes()), kMinStreamBytes);
+  DeviceCalibration d;
+  d.stream_bytes = stream;
+  sync(o);
+  d.memory_read = stream_read(stream, o.min_seconds);
+  sync(o);
+  d.memory_write = stream_write(stream, o.min_seconds);
+
+  DeviceProfile memory_only;
+  memory_only.memory_read.value = d.memory_read;
+  memory_only.memory_write.value = d.memory_write;
+  for (Quantity& c : memory_only.compute) c.value = 1e30;  // the arithmetic term vanishes
+  std::array<std::vector<ShapeTiming>, kComputeKinds.size()> per_kind;
+  for (std::size_t i = 0; i < bench.layers().size(); ++i) {
+    const LayerSummary& l = bench.layers()[i];
+    ShapeTiming t;
+    t.kind = l.kind;
+    t.shape = bench.describe_layer(i);
+    t.flops = static_cast<double>(o.batch) * (l.forward_flops + l.backward_flops);
+    const LayerTime mem = layer_time(l, o.batch, memory_only);
+    t.memory_seconds = mem.forward.seconds + mem.backward.seconds;
+    sync(o);
+    t.seconds = bench.time(i, o.min_seconds);
+    per_kind[compute_kind_index(l.kind)].push_back(t);
+    d.timings.push_back(t);
+  }
+  for (std::size_t k = 0; k < kComputeKinds.size(); ++k) {
+    DT_CHECK(!per_kind[k].empty(), "no {} layer to calibrate", kComputeKinds[k]);
+    d.compute[k] = solve_roofline_rate(per_kind[k]);
+    d.shapes[k] = static_cast<int>(per_kind[k].size());
+  }
+  double params = 0, update = 0;
+  for (const auto& m : bench.models()) {
+    sync(o);
+    params += static_cast<double>(m->num_parameters());
+    update += update_seconds(*m, o.min_seconds);
+  }
+  d.update = params / update;
+  sync(o);
+  d.disk_read = disk_read_rate(o.scratch_dir);
+  return d;
+}
+
+}  // namespace dtrain::perf

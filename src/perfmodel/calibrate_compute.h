@@ -1,0 +1,111 @@
+// The device half of `dtrain calibrate`: micro-benchmarks of dtrain's own kernels that measure
+// the device part of a profile (profile.h) on the machine they run on.
+//
+//   memory_read, memory_write  streaming a buffer as large as the largest activation tensor of
+//                              the representative layers at the batch (a 64-bit XOR reduction;
+//                              a fill): the level of the memory hierarchy layers stream from;
+//   compute rate per kind      each distinct layer shape of the representative models (by
+//                              default the zoo's small-image models mlp, lenet and resnet20;
+//                              a kind the chosen models lack is measured on those defaults),
+//                              their functional ops included: layer_trace.h) is built alone as
+//                              its module, fed an input in the layout the model would feed it,
+//                              and run forward and backward; the rate of a kind is the one that
+//                              makes the roofline of layer_cost.h reproduce the measured total of
+//                              its shapes, i.e. solves  sum_i max(F_i / r, M_i) = sum_i T_i  for r
+//                              (F FLOPs, M the memory term at the measured rates, T the mean
+//                              time). It is sum F / sum T when arithmetic binds every shape;
+//   update                     the optimizer step (momentum SGD, as `dtrain train` defaults to)
+//                              on each representative model's parameters: parameters / second;
+//   disk_read                  a file of 64 MiB written, synced, dropped from the page cache
+//                              (posix_fadvise) and read back in 1 MiB blocks.
+// Every rank of a calibration runs the same benchmark at the same time (the caller passes a
+// barrier between them), so ranks sharing a host share its cores and memory exactly as the
+// training runs they predict do: oversubscription is measured, not modelled.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/random.h"
+#include "nn/summary.h"
+#include "perfmodel/profile.h"
+
+namespace dtrain::perf {
+
+struct ComputeCalibrationOptions {
+  std::vector<std::string> models = {"mlp", "lenet", "resnet20"};
+  std::int64_t batch = 64;        // samples per benchmark call (the per-rank batch of the runs predicted)
+  double min_seconds = 0.1;       // per shape: repeat until this much time was measured (and 5 calls)
+  std::string scratch_dir;        // for the disk benchmark; "" = $TMPDIR or /tmp
+  std::function<void()> barrier;  // aligns the ranks between benchmarks (may be empty)
+};
+
+struct ShapeTiming {
+  std::string kind;           // the layer kind (conv2d, relu, add, ...)
+  std::string shape;          // "conv2d 16->32 3x3/2 32x32" etc.
+  double flops = 0;           // forward + backward of one call
+  double seconds = 0;         // mean of the calls
+  double memory_seconds = 0;  // the roofline's memory term for it
+};
+
+struct DeviceCalibration {
+  std::size_t stream_bytes = 0;                        // the memory benchmarks' buffer
+  double memory_read = 0, memory_write = 0;            // bytes/s
+  std::array<double, kComputeKinds.size()> compute{};  // FLOP/s per kind
+  std::array<int, kComputeKinds.size()> shapes{};      // shapes measured per kind
+  double update = 0;                                   // parameters/s
+  double disk_read = 0;                                // bytes/s of this process
+  std::vector<ShapeTiming> timings;
+};
+
+// The module (or functional op) of a layer, built alone; empty for kinds the benchmark does not
+// run (views such as flatten, dropout).
+struct LayerCall {
+  std::function<Variable(const Variable&)> call;
+  std::shared_ptr<Module> module;  // null for a functional op
+  explicit operator bool() const { return static_cast<bool>(call); }
+};
+LayerCall make_layer(const LayerSummary& layer, Rng& rng);
+
+// The distinct layer shapes of the representative models, each built alone with its input and
+// gradient seed ready, so a call runs exactly one forward and backward of one layer.
+class LayerBench {
+ public:
+  explicit LayerBench(const ComputeCalibrationOptions& options);
+  ~LayerBench();
+  LayerBench(const LayerBench&) = delete;
+  LayerBench& operator=(const LayerBench&) = delete;
+
+  const std::vector<LayerSummary>& layers() const { return layers_; }
+  // The chosen models (for the update benchmark).
+  const std::vector<std::shared_ptr<Module>>& models() const { return models_; }
+  std::size_t largest_tensor_bytes() const { return largest_bytes_; }
+  // One forward and backward of layer i.
+  void run(std::size_t i);
+  // Mean seconds of run(i) over at least min_seconds, after warm-up calls.
+  double time(std::size_t i, double min_seconds);
+  std::string describe_layer(std::size_t i) const;
+
+ private:
+  struct Prepared;
+  std::unique_ptr<Prepared> prepare(const LayerSummary& l, LayerCall call, Rng& rng) const;
+
+  std::int64_t batch_;
+  std::vector<LayerSummary> layers_;
+  std::vector<std::unique_ptr<Prepared>> prepared_;
+  std::vector<std::shared_ptr<Module>> models_;
+  std::size_t largest_bytes_ = 0;
+};
+
+// Memory rates, then every layer of the bench (timings[i] is layer i), the update and the disk.
+DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOptions& options);
+
+// The rate that makes sum_i max(flops_i / r, memory_i) equal sum_i seconds_i (bisection; falls
+// back to sum flops / sum seconds when the memory terms alone already exceed the measured time).
+double solve_roofline_rate(const std::vector<ShapeTiming>& timings);
+
+}  // namespace dtrain::perf

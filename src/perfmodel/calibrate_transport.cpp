@@ -1,0 +1,321 @@
+#include "perfmodel/calibrate_transport.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+
+#include "comm/algorithms/collective.h"
+#include "comm/reduce.h"
+#include "core/error.h"
+#include "core/timer.h"
+
+namespace dtrain::perf {
+namespace {
+
+// Above every tag the communicator's collectives use (16 * kind + algorithm).
+constexpr int kTag = 32000;
+constexpr std::size_t kKeyBytes = 128;
+constexpr std::size_t kSmallBytes = 64;
+constexpr std::size_t kFirstSlopeBytes = std::size_t{256} << 10;
+constexpr std::size_t kMaxSlopeBytes = std::size_t{16} << 20;
+constexpr double kSlopeSeconds = 0.05;  // the slope's largest exchange takes at least this long
+constexpr double kBatchSeconds = 0.005;
+constexpr int kMinBatches = 5;
+constexpr std::size_t kReduceBytes = std::size_t{4} << 20;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Mean of `value` over the ranks that pass active = true; the same on every rank.
+double mean_over_active(comm::Communicator& c, double value, bool active) {
+  // Summed in f32: the values are times and rates, where 7 digits are plenty.
+  std::array<float, 2> f{active ? static_cast<float>(value) : 0.0f, active ? 1.0f : 0.0f};
+  c.allreduce(f.data(), f.size(), DType::kF32, comm::Algorithm::kRing);
+  return f[1] > 0 ? static_cast<double>(f[0]) / static_cast<double>(f[1]) : 0.0;
+}
+
+class Pairs {
+ public:
+  // partner[r]: the rank r talks to (r itself: a message to itself), -1: idle.
+  Pairs(comm::Communicator& c, std::vector<int> partner) : c_(c), t_(c.transport()), partner_(std::move(partner)) {}
+
+  bool active() const { return partner_[static_cast<std::size_t>(c_.rank())] >= 0; }
+
+  // Mean seconds per operation over the active ranks (the same on every rank): a pilot sets
+  // how many operations a batch holds, then batches run between barriers.
+  double time(std::size_t bytes, bool exchange, double min_seconds) {
+    ensure(bytes);
+    double pilot = 0;
+    if (active()) {
+      std::vector<double> t;
+      for (int i = 0; i < 3; ++i) t.push_back(once(bytes, exchange, 1));
+      pilot = median(t);
+    }
+    c_.barrier();
+    const double op = std::max(mean_over_active(c_, pilot, active()), 1e-7);
+    const int per_batch = std::clamp(static_cast<int>(kBatchSeconds / op), 1, 1000);
+    const int batches = std::max(kMinBatches, static_cast<int>(std::ceil(min_seconds / (op * per_batch))));
+    // The mean over all batches (not the median): on a shared machine the preemptions a batch
+    // suffers belong to what a collective in a training step meets too.
+    double total = 0;
+    const int rounds = std::min(batches, 200);
+    for (int b = 0; b < rounds; ++b) {
+      c_.barrier();
+      if (active()) total += once(bytes, exchange, per_batch);
+    }
+    return mean_over_active(c_, total / (rounds * per_batch), active());
+  }
+
+  // Seconds that `big` bytes take over `small` ones: the median over `rounds` rounds of the
+  // difference of one operation of each, run back to back (the mean over the active ranks). A
+  // difference of two noisy times is noisier than either; pairing the two sizes in time and taking
+  // the median keeps a burst of load on a shared machine out of the slope.
+  double extra_seconds(std::size_t small, std::size_t big, bool exchange, int rounds) {
+    ensure(big);
+    std::vector<double> diff;
+    for (int r = 0; r < rounds; ++r) {
+      c_.barrier();
+      const double t_small = active() ? once(small, exchange, 1) : 0;
+      c_.barrier();
+      const double t_big = active() ? once(big, exchange, 1) : 0;
+      diff.push_back(t_big - t_small);
+    }
+    return mean_over_active(c_, median(diff), active());
+  }
+
+ private:
+  void ensure(std::size_t bytes) {
+    if (send_.size() < bytes) {
+      send_.assign(bytes, std::byte{1});
+      recv_.assign(bytes, std::byte{0});
+    }
+  }
+
+  // `count` ping-pongs (exchange false) or simultaneous exchanges (true) of `bytes` bytes.
+  double once(std::size_t bytes, bool exchange, int count) {
+    const int me = c_.rank(), peer = partner_[static_cast<std::size_t>(me)];
+    const auto deadline = comm::Deadline::after(c_.options().timeout_seconds);
+    const char* what = exchange ? "calibration exchange" : "calibration ping-pong";
+    Stopwatch sw;
+    for (int i = 0; i < count; ++i) {
+      if (exchange || peer == me) {
+        exchange_bytes(c_, peer, send_.data(), recv_.data(), bytes);
+        if (!exchange) {  // a ping-pong with itself: the answer goes back the same way
+          exchange_bytes(c_, peer, recv_.data(), send_.data(), bytes);
+        }
+      } else if (me < peer) {
+        t_.send(send_.data(), bytes, peer, kTag, deadline, what);
+        t_.recv(recv_.data(), bytes, peer, kTag, deadline, what);
+      } else {
+        t_.recv(recv_.data(), bytes, peer, kTag, deadline, what);
+        t_.send(send_.data(), bytes, peer, kTag, deadline, what);
+      }
+    }
+    return sw.seconds();
+  }
+
+  comm::Communicator& c_;
+  comm::Transport& t_;
+  std::vector<int> partner_;
+  std::vector<std::byte> send_, recv_;
+};
+
+LinkMeasurement measure_link(comm::Communicator& c, const std::vector<int>& partner, double min_seconds,
+                             std::string how) {
+  Pairs pairs(c, partner);
+  LinkMeasurement m;
+  m.measured = true;
+  m.how = std::move(how);
+  for (std::size_t r = 0; r < partner.size(); ++r) m.pairs += partner[r] > static_cast<int>(r) ? 1 : 0;
+  m.latency = pairs.time(kSmallBytes, false, min_seconds) / 2;  // half a round trip
+  // The slope is taken between the two largest exchanges, not from 64 B: a shaped link (tc tbf,
+  // a switch's buffers) passes its first burst of bytes at line speed, so T(n) = c + (n - burst)
+  // beta for n past the burst, and only a difference of two such sizes leaves beta alone.
+  double half = pairs.time(kSmallBytes, true, min_seconds), big = 0;
+  std::size_t n = kFirstSlopeBytes;
+  for (;; n *= 2) {
+    big = pairs.time(n, true, min_seconds);
+    if ((big >= kSlopeSeconds && n >= 2 * kFirstSlopeBytes) || n >= kMaxSlopeBytes) break;
+    half = big;
+  }
+  m.bytes = n;
+  const std::size_t from = n == kFirstSlopeBytes ? kSmallBytes : n / 2;
+  // The slope itself from the two sizes run in pairs (extra_seconds), as many rounds as fit in
+  // about twice min_seconds (5 to 25).
+  const int rounds = std::clamp(static_cast<int>(2 * min_seconds / std::max(big + half, 1e-6)), 5, 25);
+  const double extra = pairs.extra_seconds(from, n, true, rounds);
+  // A slope at or below zero (noise on an idle link) would mean infinite bandwidth: use the
+  // plain rate of the largest exchange instead.
+  m.bandwidth = extra > 0 ? static_cast<double>(n - from) / extra : static_cast<double>(n) / big;
+  // One direction at a time (tree, one-to-all): the slope of ping-pongs of the same two sizes, a
+  // round trip carrying the bytes once each way.
+  const double extra_one_way = pairs.extra_seconds(from, n, false, rounds) / 2;
+  m.one_way_bandwidth = extra_one_way > 0 ? static_cast<double>(n - from) / extra_one_way : m.bandwidth;
+  return m;
+}
+
+double reduce_rate(double min_seconds) {
+  const std::size_t count = kReduceBytes / sizeof(float);
+  std::vector<float> dst(count, 1.0f), src(count, 1e-7f);
+  std::vector<double> t;
+  double total = 0;
+  comm::reduce_sum(dst.data(), src.data(), count, DType::kF32);  // warm-up
+  while (t.size() < 5 || (total < min_seconds && t.size() < 200)) {
+    Stopwatch sw;
+    comm::reduce_sum(dst.data(), src.data(), count, DType::kF32);
+    t.push_back(sw.seconds());
+    total += t.back();
+  }
+  return static_cast<double>(kReduceBytes) / median(t);
+}
+
+}  // namespace
+
+namespace {
+
+// Sends `bytes` to `peer` in the collectives' chunks (all sends posted) while receiving as many
+// from it, at most `window` receives posted at a time (the next when the oldest has arrived).
+void exchange_chunks(comm::Communicator& c, int peer, const std::byte* s, std::byte* r, std::size_t bytes,
+                     std::size_t window) {
+  comm::Transport& t = c.transport();
+  const auto deadline = comm::Deadline::after(c.options().timeout_seconds);
+  const std::size_t chunk = comm::kDefaultChunkBytes;
+  const std::size_t chunks = bytes == 0 ? 1 : (bytes + chunk - 1) / chunk;
+  auto length = [&](std::size_t g) { return bytes == 0 ? 0 : std::min(chunk, bytes - g * chunk); };
+  std::vector<comm::Request> sends, recvs;
+  std::size_t posted = 0;
+  for (; posted < std::min(chunks, window); ++posted) {
+    recvs.push_back(t.irecv(r + posted * chunk, length(posted), peer, kTag));
+  }
+  for (std::size_t g = 0; g < chunks; ++g) sends.push_back(t.isend(s + g * chunk, length(g), peer, kTag));
+  for (std::size_t g = 0; g < chunks; ++g) {
+    t.wait(recvs[g], deadline, "calibration exchange");
+    if (posted < chunks) {
+      recvs.push_back(t.irecv(r + posted * chunk, length(posted), peer, kTag));
+      ++posted;
+    }
+  }
+  t.waitall(sends, deadline, "calibration exchange");
+}
+
+}  // namespace
+
+void exchange_bytes(comm::Communicator& c, int peer, const void* send, void* recv, std::size_t bytes) {
+  // Every allreduce of comm/ receives half of its bytes to reduce them and half to gather or
+  // broadcast them (ring and butterfly: (p-1)/p n each; tree and one-to-all: n each way per
+  // edge). Chunks to reduce land in a window of kRecvSlots scratch slots
+  // (comm/algorithms/collective.h: exchange_reduce), gathered chunks straight in place (exchange).
+  // Over a transport whose large messages wait for their receive (MPI's rendezvous), the window
+  // bounds the chunks in flight, so beta is measured on the same mix: half the bytes through the
+  // window, half free.
+  const auto* s = static_cast<const std::byte*>(send);
+  auto* r = static_cast<std::byte*>(recv);
+  const std::size_t half = bytes / 2;
+  exchange_chunks(c, peer, s, r, half, comm::detail::kRecvSlots);
+  exchange_chunks(c, peer, s + half, r + half, bytes - half, std::numeric_limits<std::size_t>::max());
+}
+
+double time_exchanges(comm::Communicator& c, const std::vector<int>& partner, std::size_t bytes, double min_seconds) {
+  return Pairs(c, partner).time(bytes, true, min_seconds);
+}
+
+std::vector<int> busy_partners(const TransportCalibration& t) {
+  const std::size_t p = t.host_of.size();
+  std::vector<int> partner(p, -1);
+  if (p < 2) return {};
+  std::vector<std::vector<int>> members(t.host_names.size());
+  for (std::size_t r = 0; r < p; ++r) members[static_cast<std::size_t>(t.host_of[r])].push_back(static_cast<int>(r));
+  bool paired = false;
+  for (const std::vector<int>& m : members) {
+    for (std::size_t i = 0; i + 1 < m.size(); i += 2) {
+      partner[static_cast<std::size_t>(m[i])] = m[i + 1];
+      partner[static_cast<std::size_t>(m[i + 1])] = m[i];
+      paired = true;
+    }
+  }
+  if (!paired) {
+    partner[static_cast<std::size_t>(members[0][0])] = members[1][0];
+    partner[static_cast<std::size_t>(members[1][0])] = members[0][0];
+  }
+  return partner;
+}
+
+std::string host_key() {
+  std::array<char, 256> name{};
+  if (::gethostname(name.data(), name.size() - 1) != 0) std::strcpy(name.data(), "unknown-host");
+  std::string key = name.data();
+  struct stat st {};
+  if (::stat("/proc/self/ns/net", &st) == 0) key += fmt::format("/netns:{}", st.st_ino);
+  return key;
+}
+
+TransportCalibration calibrate_transport(comm::Communicator& c, double min_seconds) {
+  const int p = c.size();
+  TransportCalibration out;
+  // Hosts: every rank's key, gathered.
+  std::string key = host_key();
+  key.resize(kKeyBytes, '\0');
+  std::vector<char> keys(kKeyBytes * static_cast<std::size_t>(p));
+  c.allgather(key.data(), keys.data(), kKeyBytes);
+  std::map<std::string, int> index;
+  std::vector<std::vector<int>> members;
+  std::vector<std::string> plain_names;
+  for (int r = 0; r < p; ++r) {
+    const std::string k(keys.data() + static_cast<std::size_t>(r) * kKeyBytes);
+    auto [it, fresh] = index.emplace(k, static_cast<int>(members.size()));
+    if (fresh) {
+      members.emplace_back();
+      plain_names.push_back(k.substr(0, k.find("/netns:")));
+    }
+    members[static_cast<std::size_t>(it->second)].push_back(r);
+    out.host_of.push_back(it->second);
+  }
+  for (std::size_t h = 0; h < members.size(); ++h) {
+    const auto same = std::count(plain_names.begin(), plain_names.end(), plain_names[h]);
+    out.host_names.push_back(same > 1 ? fmt::format("{} (network namespace {})", plain_names[h], h) : plain_names[h]);
+    out.ranks_per_host = std::max(out.ranks_per_host, static_cast<int>(members[h].size()));
+  }
+
+  // Same host: consecutive ranks of each host in pairs, all pairs at once; one rank alone on its
+  // host messages itself.
+  std::vector<int> partner(static_cast<std::size_t>(p), -1);
+  int pairs = 0;
+  for (const std::vector<int>& m : members) {
+    for (std::size_t i = 0; i + 1 < m.size(); i += 2) {
+      partner[static_cast<std::size_t>(m[i])] = m[i + 1];
+      partner[static_cast<std::size_t>(m[i + 1])] = m[i];
+      ++pairs;
+    }
+  }
+  std::string how = fmt::format("{} same-host pair(s) side by side", pairs);
+  if (pairs == 0) {
+    partner[0] = 0;
+    how = "rank 0 messaging itself (no host has two ranks)";
+  }
+  out.same_host = measure_link(c, partner, min_seconds, how);
+
+  if (members.size() > 1) {
+    std::fill(partner.begin(), partner.end(), -1);
+    const int a = members[0][0], b = members[1][0];
+    partner[static_cast<std::size_t>(a)] = b;
+    partner[static_cast<std::size_t>(b)] = a;
+    out.across_hosts =
+        measure_link(c, partner, min_seconds, fmt::format("ranks {} and {} (one pair, the link alone)", a, b));
+  }
+
+  c.barrier();
+  out.reduce = 1.0 / mean_over_active(c, 1.0 / reduce_rate(min_seconds), true);
+  return out;
+}
+
+}  // namespace dtrain::perf

@@ -1,0 +1,68 @@
+// The transport half of `dtrain calibrate`: where the ranks are, and the alpha, beta and gamma
+// of the messages between them, measured through the transport the collectives use
+// (comm/transport.h; MPI under mpirun), in the terms comm/algorithm.h charges:
+//
+//   hosts        a rank's host is its host name and network namespace, so two namespaces on one
+//                machine (emulated hosts, ../shared/peers/netns_mpi.sh) count as two hosts;
+//   alpha        half the round trip of a 64-byte ping-pong (mean over batches of them);
+//   beta         every step of the collectives sends and receives at once (a ring step, a
+//                butterfly exchange), so beta is the slope of a simultaneous exchange between two
+//                ranks: (T(n) - T(n/2)) / (n/2), n doubled from 256 KiB until T(n) takes 50 ms
+//                (at least 512 KiB, at most 16 MiB), sent in the collectives' chunks
+//                (kDefaultChunkBytes), half of them received through the window of two chunks
+//                the reductions use and half freely, as every allreduce receives them
+//                (exchange_bytes); the median over paired rounds of T(n) - T(n/2); two large sizes, so that a link's burst allowance (tc
+//                tbf's bucket) cancels out of the slope;
+//   one way      the slope of ping-pongs of the same two sizes (half a round trip each), for the
+//                collectives that move data one direction at a time (tree, one-to-all);
+//   gamma        comm::reduce_sum adding 4 MiB of f32 into 4 MiB (1 / bytes per second).
+// Same-host pairs are measured all at once (ranks sharing a host share its cores and memory in a
+// collective too); across hosts one pair measures the link alone (the model divides it among the
+// flows that share it, allreduce_time.h). A host with one rank has no same-host partner: its
+// rank messages itself, the transport's local path.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+
+namespace dtrain::perf {
+
+struct LinkMeasurement {
+  bool measured = false;
+  double latency = 0;     // seconds per message (alpha)
+  double bandwidth = 0;   // bytes per second per direction, both directions busy (1 / beta)
+  double one_way_bandwidth = 0;  // bytes per second, one direction at a time (ping-pong slope)
+  std::size_t bytes = 0;  // the largest exchange of the slope
+  int pairs = 0;          // pairs measured side by side
+  std::string how;        // "2 pairs side by side", "rank 0 with itself", ...
+};
+
+struct TransportCalibration {
+  std::vector<int> host_of;             // rank -> host index (in order of first rank)
+  std::vector<std::string> host_names;  // per host
+  int ranks_per_host = 1;               // the most ranks on one host
+  LinkMeasurement same_host, across_hosts;
+  double reduce = 0;  // bytes per second of f32 additions (1 / gamma), mean over ranks
+};
+
+// "hostname" or "hostname/netns:4026532281" when not in the initial network namespace.
+std::string host_key();
+
+// A collective: every rank of `comm` calls it; the result is the same on every rank.
+TransportCalibration calibrate_transport(comm::Communicator& comm, double min_seconds);
+
+// One simultaneous exchange of `bytes` with `peer` (itself: a message to itself), in the
+// collectives' chunks, the first half received through their reduction window, on the
+// calibration's own message tag.
+void exchange_bytes(comm::Communicator& comm, int peer, const void* send, void* recv, std::size_t bytes);
+// Mean seconds of one exchange of `bytes` between partners (partner[r]: r's partner, -1 idle),
+// all pairs at once, over the active ranks; a collective, the same on every rank.
+double time_exchanges(comm::Communicator& comm, const std::vector<int>& partner, std::size_t bytes, double min_seconds);
+// Pairs for measuring communication beside compute: consecutive ranks of each host when a host
+// has two, else the first rank of host 0 with the first of host 1; empty with one rank.
+std::vector<int> busy_partners(const TransportCalibration& t);
+
+}  // namespace dtrain::perf

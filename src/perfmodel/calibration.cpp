@@ -1,0 +1,189 @@
+#include "perfmodel/calibration.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <ctime>
+#include <fstream>
+
+#include "core/timer.h"
+#include "perfmodel/calibrate_overlap.h"
+#include "perfmodel/report.h"
+
+namespace dtrain::perf {
+namespace {
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::array<char, 32> buf{};
+  std::strftime(buf.data(), buf.size(), "%Y-%m-%dT%H:%MZ", &tm);
+  return buf.data();
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      const std::size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "CPU";
+}
+
+// Means over ranks through the worker: sums of [values..., count].
+std::vector<double> sum_over_ranks(CommWorker* w, std::vector<double> v) {
+  if (w == nullptr) return v;
+  std::vector<float> f(v.begin(), v.end());
+  w->run([&f](comm::Communicator& c) { c.allreduce(f.data(), f.size(), DType::kF32, comm::Algorithm::kRing); });
+  return {f.begin(), f.end()};
+}
+
+std::string gbps(double bytes_per_s) { return fmt::format("{:.2f} GB/s", bytes_per_s / 1e9); }
+
+}  // namespace
+
+Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
+  Stopwatch sw;
+  Calibration c;
+  c.date = utc_now();
+  c.threads = o.threads;
+  c.ranks = worker != nullptr ? worker->communicator().size() : 1;
+  if (worker != nullptr) {
+    o.device.barrier = [worker] { worker->run([](comm::Communicator& comm) { comm.barrier(); }); };
+    worker->run([&](comm::Communicator& comm) { c.transport = calibrate_transport(comm, o.min_seconds); });
+  } else {
+    c.transport.host_of = {0};
+    c.transport.host_names = {host_key().substr(0, host_key().find("/netns:"))};
+  }
+  c.host = c.transport.host_names.at(0);
+  const int rank = worker != nullptr ? worker->communicator().rank() : 0;
+
+  LayerBench bench(o.device);
+  DeviceCalibration mine = calibrate_device(bench, o.device);
+  if (worker != nullptr) {
+    std::vector<double> alone;
+    for (const ShapeTiming& t : mine.timings) alone.push_back(t.seconds);
+    c.overlap = calibrate_overlap(*worker, bench, alone, busy_partners(c.transport), std::max(0.3, 3 * o.min_seconds));
+  }
+  // Harmonic means (the mean of times) of the rates; the disk summed over rank 0's host.
+  std::vector<double> v{1 / mine.memory_read, 1 / mine.memory_write, 1 / mine.update};
+  for (double r : mine.compute) v.push_back(1 / r);
+  const bool on_first_host = c.transport.host_of.at(static_cast<std::size_t>(rank)) == c.transport.host_of[0];
+  v.push_back(on_first_host ? mine.disk_read : 0);
+  const std::vector<double> sum = sum_over_ranks(worker, v);
+  const double p = c.ranks;
+  c.device = mine;
+  c.device.memory_read = p / sum[0];
+  c.device.memory_write = p / sum[1];
+  c.device.update = p / sum[2];
+  for (std::size_t k = 0; k < kComputeKinds.size(); ++k) c.device.compute[k] = p / sum[3 + k];
+  c.device.disk_read = sum[3 + kComputeKinds.size()];
+  c.options = o;
+  c.options.device.barrier = nullptr;
+  c.seconds = sw.seconds();
+  return c;
+}
+
+Profile calibrated_profile(const Calibration& c) {
+  const std::string origin = fmt::format("calibrated on {} at {} by dtrain calibrate", c.host, c.date);
+  const int per_host = c.transport.ranks_per_host;
+  const std::string layout = fmt::format("{} rank(s) on {} host(s), {} per host, {} compute thread(s) each", c.ranks,
+                                         c.transport.host_names.size(), per_host, c.threads);
+  auto q = [&](double v, const std::string& how) { return Quantity{v, 0, 0, fmt::format("{}; {}", origin, how)}; };
+  const std::string models = fmt::format("{}", fmt::join(c.options.device.models, ","));
+  Profile p;
+  p.name = c.options.name.empty() ? "calibrated-" + c.host : c.options.name;
+  p.description = fmt::format("dtrain calibrate on {} at {}: {}", c.host, c.date, layout);
+  DeviceProfile& d = p.device;
+  d.name = fmt::format("{} ({} rank(s) per host x {} thread(s))", cpu_model(), per_host, c.threads);
+  for (std::size_t k = 0; k < kComputeKinds.size(); ++k) {
+    d.compute[k] = q(c.device.compute[k],
+                     fmt::format("roofline rate of {} forward+backward over {} layer shape(s) of {} at batch {}; {}",
+                                 kComputeKinds[k], c.device.shapes[k], models, c.options.device.batch, layout));
+  }
+  d.memory_read =
+      q(c.device.memory_read, fmt::format("{} MiB streamed read per rank (the largest activation at batch {}); {}",
+                                          c.device.stream_bytes >> 20, c.options.device.batch, layout));
+  d.memory_write =
+      q(c.device.memory_write, fmt::format("{} MiB streamed write per rank (the largest activation at batch {}); {}",
+                                           c.device.stream_bytes >> 20, c.options.device.batch, layout));
+  d.update = q(c.device.update, fmt::format("momentum SGD step on the parameters of {}; {}", models, layout));
+  d.reduce = q(c.transport.reduce > 0 ? c.transport.reduce : c.device.memory_read / 3,
+               c.transport.reduce > 0 ? fmt::format("comm::reduce_sum of 4 MiB f32; {}", layout)
+                                      : "one process: no reduction between ranks; a third of the memory read rate");
+  NodeProfile& n = p.node;
+  n.accelerators = per_host;
+  n.disk_read =
+      q(c.device.disk_read, fmt::format("64 MiB file read back after posix_fadvise(DONTNEED), summed over the "
+                                        "{} rank(s) of one host",
+                                        per_host));
+  const LinkMeasurement& same = c.transport.same_host;
+  if (same.measured) {
+    const std::string how = fmt::format("{} over the transport; ", same.how);
+    n.intra_link = {
+        "same-host transport", q(same.latency, how + "half the round trip of 64-byte ping-pongs"),
+        q(same.bandwidth, how + fmt::format("slope of simultaneous exchanges between {} and {} KiB",
+                                              same.bytes >> 11, same.bytes >> 10)),
+        q(same.one_way_bandwidth,
+          how + fmt::format("slope of ping-pongs between {} and {} KiB", same.bytes >> 11, same.bytes >> 10))};
+  } else {
+    const double copy = 1 / (1 / c.device.memory_read + 1 / c.device.memory_write);
+    n.intra_link = {"none (one process)", q(0, "one process: no messages between ranks"),
+                    q(copy, "one process: no messages between ranks; a memory copy's rate stands in"),
+                    std::nullopt};
+  }
+  if (c.overlap.measured) {
+    n.overlap = OverlapProfile{q(c.overlap.compute_share, c.overlap.how + "; compute rate kept"),
+                               q(c.overlap.comm_share, c.overlap.how + "; exchange rate kept")};
+  }
+  const LinkMeasurement& net = c.transport.across_hosts;
+  if (net.measured) {
+    const std::string how = fmt::format("{} over the transport; ", net.how);
+    p.network = LinkProfile{
+        fmt::format("link between {} and {}", c.transport.host_names.at(0), c.transport.host_names.at(1)),
+        q(net.latency, how + "half the round trip of 64-byte ping-pongs"),
+        q(net.bandwidth, how + fmt::format("slope of simultaneous exchanges between {} and {} KiB",
+                                              net.bytes >> 11, net.bytes >> 10)),
+        q(net.one_way_bandwidth,
+          how + fmt::format("slope of ping-pongs between {} and {} KiB", net.bytes >> 11, net.bytes >> 10))};
+  }
+  return p;
+}
+
+std::string format_calibration(const Calibration& c, bool per_shape) {
+  std::string s = fmt::format("dtrain calibrate on {} at {}: {} rank(s), {} per host, {} thread(s) each ({:.1f} s)\n",
+                              c.host, c.date, c.ranks, c.transport.ranks_per_host, c.threads, c.seconds);
+  s += fmt::format("  memory          read {}, write {}\n", gbps(c.device.memory_read), gbps(c.device.memory_write));
+  for (std::size_t k = 0; k < kComputeKinds.size(); ++k) {
+    s += fmt::format("  {:<15} {:>7.1f} GFLOP/s ({} shapes)\n", kComputeKinds[k], c.device.compute[k] / 1e9,
+                     c.device.shapes[k]);
+  }
+  s += fmt::format("  update          {:.0f} M parameters/s\n", c.device.update / 1e6);
+  s += fmt::format("  disk read       {} per host\n", gbps(c.device.disk_read));
+  if (c.transport.reduce > 0) s += fmt::format("  reduce (gamma)  {}\n", gbps(c.transport.reduce));
+  if (c.overlap.measured) {
+    s +=
+        fmt::format("  overlap         compute keeps {:.0f}% of its rate beside communication, communication {:.0f}%\n",
+                    100 * c.overlap.compute_share, 100 * c.overlap.comm_share);
+  }
+  for (const auto* l : {&c.transport.same_host, &c.transport.across_hosts}) {
+    if (!l->measured) continue;
+    s += fmt::format("  {:<15} alpha {}, bandwidth {} ({} one way) ({})\n",
+                     l == &c.transport.same_host ? "same host" : "across hosts", format_seconds(l->latency),
+                     gbps(l->bandwidth), gbps(l->one_way_bandwidth), l->how);
+  }
+  if (per_shape) {
+    s += "  per shape (rank 0, forward + backward, median):\n";
+    for (const ShapeTiming& t : c.device.timings) {
+      s += fmt::format("    {:<52} {:>10} {:>7.1f} GFLOP/s  (memory term {})\n", t.shape, format_seconds(t.seconds),
+                       t.flops / t.seconds / 1e9, format_seconds(t.memory_seconds));
+    }
+  }
+  return s;
+}
+
+}  // namespace dtrain::perf

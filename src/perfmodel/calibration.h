@@ -1,0 +1,54 @@
+// `dtrain calibrate`: every constant of a profile (profile.h, schema version 1) measured on the
+// machines it runs on, by the micro-benchmarks of calibrate_compute.h (device) and
+// calibrate_transport.h (links), written as a profile whose every value's source reads
+// "calibrated on HOST at DATE by dtrain calibrate; <how>".
+//
+// Run it as the training runs it predicts will run: under mpirun with the same ranks per host and
+// compute threads per rank. Ranks sharing a host run each benchmark at the same moment, so the
+// rates it records are each rank's share of the host (2 ranks on 2 cores get about half a core
+// each for their compute... and their memory bandwidth), which is what a data-parallel step sees.
+// Device constants are the harmonic mean over ranks (the mean of their times); the node's disk
+// rate is the sum over the ranks of one host; links are measured between ranks (see
+// calibrate_transport.h).
+#pragma once
+
+#include <string>
+
+#include "parallel/comm_worker.h"
+#include "perfmodel/calibrate_compute.h"
+#include "perfmodel/calibrate_overlap.h"
+#include "perfmodel/calibrate_transport.h"
+#include "perfmodel/profile.h"
+
+namespace dtrain::perf {
+
+struct CalibrationOptions {
+  ComputeCalibrationOptions device;  // its barrier is set by calibrate()
+  double min_seconds = 0.1;          // per transport measurement
+  int threads = 1;                   // compute threads per rank (recorded; the caller sets them)
+  std::string name;                  // profile name; "" = "calibrated-HOST"
+};
+
+struct Calibration {
+  DeviceCalibration device;        // over all ranks (timings: rank 0's)
+  TransportCalibration transport;  // ranks == 1: not measured
+  OverlapCalibration overlap;      // ranks == 1: not measured
+  int ranks = 1;
+  int threads = 1;
+  std::string host;    // rank 0's host name
+  std::string date;    // UTC, ISO 8601 to the minute
+  double seconds = 0;  // the calibration's own run time
+  CalibrationOptions options;
+};
+
+// A collective over the worker's ranks (worker null: one process, no transport measured).
+Calibration calibrate(CommWorker* worker, CalibrationOptions options);
+
+// The profile of a calibration: device, node (ranks per host as accelerators, the same-host link,
+// the disk), network when the ranks spanned hosts.
+Profile calibrated_profile(const Calibration& c);
+
+// What was measured, for the terminal: per-kind rates with their shapes, links, the rest.
+std::string format_calibration(const Calibration& c, bool per_shape);
+
+}  // namespace dtrain::perf

@@ -1,0 +1,222 @@
+#include "perfmodel/explain.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "perfmodel/auto_choice.h"
+#include "perfmodel/report.h"
+#include "perfmodel/training_prediction.h"
+#include "perfmodel/workload.h"
+
+namespace dtrain::perf {
+namespace {
+
+RunConfig config_of(const nlohmann::json& c) {
+  RunConfig r;
+  r.workers = c.value("world_size", 1);
+  r.batch_per_worker = c.value("batch", std::int64_t{64});
+  const std::string a = c.value("allreduce", std::string("auto"));
+  r.algorithm = comm::parse_algorithm(a);
+  r.comm_dtype = parse_dtype(c.value("comm_dtype", std::string("f32")));
+  r.bucket_bytes = static_cast<std::size_t>(c.value("bucket_mb", 1.0) * (1 << 20));
+  r.double_buffering = c.value("double_buffering", false);
+  r.accumulate = c.value("accumulate", 1);
+  r.disk_bytes_per_sample = 0;  // dtrain train holds the dataset in memory
+  return r;
+}
+
+std::string ms(double s) { return format_seconds(s); }
+
+// What shrinks each kind of loss.
+std::string advice(const std::string& part, const Explanation& e, const RunConfig& c) {
+  if (part == "exposed communication") {
+    if (!e.has_model) return "the wait for the gradient buckets after backward";
+    const bool latency = e.comm_latency > 0.5 * e.comm_allreduce;
+    if (latency) {
+      return fmt::format(
+          "latency-bound: {} bucket(s) pay {} of alpha per step; larger --bucket-mb (or --bucket-mb "
+          "auto with --profile) pays it fewer times, butterfly pays log2(p) instead of p-1 rounds",
+          e.buckets, ms(e.comm_latency));
+    }
+    std::string s =
+        fmt::format("bandwidth-bound: the collectives move the gradients in {} per step", ms(e.comm_allreduce));
+    if (c.comm_dtype == DType::kF32) s += "; --comm-dtype f16 halves the bytes";
+    if (!c.double_buffering) s += "; --double-buffering overlaps them with the next step";
+    return s;
+  }
+  if (part == "compute slowed beside the other ranks") {
+    return "the ranks of a host share its cores and memory, and the communication thread polls on them too: "
+           "fewer ranks per host, or as many compute threads in all as cores";
+  }
+  if (part == "data") return "the loader does not keep up: raise --prefetch, or simpler augmentation";
+  return "the training loop's own work between steps (loader hand-off, bookkeeping)";
+}
+
+}  // namespace
+
+MeasuredRun read_metrics_log(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    throw InputError(
+        fmt::format("cannot open the metrics log '{}'; give the file dtrain train wrote with --log", path));
+  }
+  MeasuredRun run;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.empty()) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw DataError(
+          fmt::format("{}:{}: not a JSON record ({}); is this a dtrain train --log file?", path, n, e.what()));
+    }
+    const std::string type = j.value("type", "");
+    if (type == "config") run.config = j;
+    if (type == "epoch") run.epochs.push_back(j);
+  }
+  if (run.config.is_null()) {
+    throw DataError(fmt::format("{}: no \"config\" record; is this a dtrain train --log file?", path));
+  }
+  if (run.epochs.empty()) {
+    throw DataError(fmt::format("{}: no \"epoch\" record yet; explain needs at least one finished epoch", path));
+  }
+  return run;
+}
+
+Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec) {
+  Explanation e;
+  const nlohmann::json& cfg = run.config;
+  const RunConfig c = config_of(cfg);
+  // Measured: per step over the epochs used.
+  const std::size_t first = run.epochs.size() > 1 ? 1 : 0;
+  std::int64_t steps = 0, previous = first > 0 ? run.epochs[0].value("iteration", std::int64_t{0}) : 0;
+  double seconds = 0;
+  PhaseTimes total;
+  for (std::size_t i = first; i < run.epochs.size(); ++i) {
+    const nlohmann::json& r = run.epochs[i];
+    const std::int64_t it = r.value("iteration", std::int64_t{0});
+    steps += it - previous;
+    previous = it;
+    seconds += r.value("epoch_seconds", 0.0);
+    const nlohmann::json t = r.value("time", nlohmann::json::object());
+    total += {t.value("data", 0.0), t.value("forward", 0.0), t.value("backward", 0.0), t.value("comm", 0.0),
+              t.value("update", 0.0)};
+  }
+  if (steps <= 0) throw DataError("the metrics log's epoch records count no steps (\"iteration\")");
+  e.epochs_used = static_cast<int>(run.epochs.size() - first);
+  const double n = static_cast<double>(steps);
+  e.measured_step = seconds / n;
+  e.measured = {total.data / n, total.forward / n, total.backward / n, total.comm / n, total.update / n};
+  e.measured_other = std::max(0.0, e.measured_step - e.measured.total());
+
+  // The model: a profile given now, else the one the run was trained with (if still readable),
+  // else the prediction the log holds.
+  std::string spec = profile_spec;
+  if (spec.empty() && cfg.contains("profile")) {
+    const std::string logged = cfg["profile"].value("spec", "");
+    if (!logged.empty() && (logged.find('/') == std::string::npos || std::filesystem::exists(logged))) spec = logged;
+  }
+  const std::string model = cfg.value("model", "");
+  const std::string dataset = cfg.value("dataset", "");
+  StepPrediction p;
+  if (!spec.empty()) {
+    const Profile profile = load_profile(spec);
+    const Workload w = describe_zoo_model(model, dataset);
+    p = predict_step(w, profile, c);
+    RunConfig one = c;
+    one.workers = 1;
+    one.double_buffering = false;
+    e.one_worker_step = predict_step(w, profile, one).step;
+    e.has_model = true;
+    e.profile = profile.name;
+  } else if (cfg.contains("predicted")) {
+    p = prediction_from_json(cfg["predicted"]);
+    e.has_model = true;
+    e.profile = cfg.contains("profile") ? cfg["profile"].value("name", "logged") + " (as logged)" : "logged";
+  }
+  if (e.has_model) {
+    e.predicted_step = p.step;
+    e.predicted = p.phases;
+    e.comm_busy = p.comm;
+    e.comm_latency = p.comm_latency;
+    e.comm_allreduce = p.comm_allreduce;
+    e.buckets = static_cast<int>(p.buckets.size());
+  }
+
+  // The report.
+  std::string s = fmt::format("run: {} on {}, {} worker(s) x batch {}", model, dataset, c.workers, c.batch_per_worker);
+  if (c.workers > 1) {
+    s +=
+        fmt::format(", {} allreduce in {}, {} buckets{}{}", comm::algorithm_name(c.algorithm), dtype_name(c.comm_dtype),
+                    bucket_label(c.bucket_bytes), c.double_buffering ? ", double buffering" : "",
+                    c.accumulate > 1 ? fmt::format(", {} micro-batches", c.accumulate) : "");
+  }
+  s +=
+      fmt::format("; {} epoch(s) measured{}\n\n", e.epochs_used, first > 0 ? " (the first left out: it warms up)" : "");
+  s += fmt::format("  {:<24} {:>10} {:>10}\n", "per step", "measured", e.has_model ? "model" : "");
+  auto row = [&](const char* name, double m, double q, bool modelled = true) {
+    s += fmt::format("  {:<24} {:>10} {:>10}\n", name, ms(m), e.has_model && modelled ? ms(q) : "");
+  };
+  row("data wait", e.measured.data, e.predicted.data);
+  row("forward", e.measured.forward, e.predicted.forward);
+  row("backward", e.measured.backward, e.predicted.backward);
+  row("communication (exposed)", e.measured.comm, e.predicted.comm);
+  row("update", e.measured.update, e.predicted.update);
+  row("other", e.measured_other, 0, false);
+  row("step", e.measured_step, e.predicted_step);
+  if (e.has_model) {
+    s += fmt::format("  model {:+.1f}% against the measurement (profile {})\n",
+                     100 * (e.predicted_step - e.measured_step) / e.measured_step, e.profile);
+  }
+  if (e.has_model && c.workers > 1) {
+    s += fmt::format(
+        "\ncommunication (model): {} bucket(s), {} per step on the communication thread, of which the collectives "
+        "{} (latency {}: rounds x alpha; bandwidth and reduction {}); {} of it overlaps compute, {} is exposed\n",
+        e.buckets, ms(e.comm_busy), ms(e.comm_allreduce), ms(e.comm_latency), ms(e.comm_allreduce - e.comm_latency),
+        ms(std::max(0.0, e.comm_busy - e.predicted.comm)), ms(e.predicted.comm));
+  }
+
+  // Scaling against one worker with the same per-worker batch.
+  if (c.workers > 1) {
+    std::vector<std::pair<double, std::string>> parts{
+        {e.measured.comm, "exposed communication"}, {e.measured.data, "data"}, {e.measured_other, "other"}};
+    if (e.one_worker_step > 0) {
+      const double compute = e.measured.forward + e.measured.backward + e.measured.update;
+      const double alone = e.one_worker_step;
+      parts.push_back({std::max(0.0, compute - alone), "compute slowed beside the other ranks"});
+      const double efficiency = alone / e.measured_step;
+      s += fmt::format(
+          "\nscaling: one worker would take {} per step with the same batch (model); this run takes {}: "
+          "efficiency {:.0f}% (speedup {:.2f} on {} workers)\n",
+          ms(alone), ms(e.measured_step), 100 * efficiency, efficiency * c.workers, c.workers);
+    } else {
+      s += "\nscaling: give --profile (a profile of this machine from dtrain calibrate) to compare with one worker\n";
+    }
+    std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    s += "  lost per step:";
+    for (std::size_t i = 0; i < parts.size(); ++i)
+      s += fmt::format("{} {} {}", i ? "," : "", parts[i].second, ms(parts[i].first));
+    s += "\n";
+    const auto& top = parts.front();
+    if (top.first < 0.05 * e.measured_step) {
+      e.limit = "nothing much: the step is compute";
+      s += "limits scaling: little; the step is compute, spent as one worker would spend it\n";
+    } else {
+      e.limit = top.second;
+      s += fmt::format("limits scaling: {} ({:.0f}% of the step): {}\n", top.second, 100 * top.first / e.measured_step,
+                       advice(top.second, e, c));
+    }
+  } else {
+    e.limit = "one worker: nothing to scale";
+    s += "\none worker: nothing to scale; the step is its compute\n";
+  }
+  e.text = s;
+  return e;
+}
+
+}  // namespace dtrain::perf

@@ -1,0 +1,53 @@
+// `dtrain explain LOG`: a measured run (the JSONL metrics log of `dtrain train`) broken down into
+// the model's terms, and what limits its scaling.
+//
+//   measured   per step, from the epoch records (epochs after the first when there are several:
+//              the first builds primitives and warms caches): data wait, forward, backward,
+//              exposed communication, update, and the loop's own remainder;
+//   model      the same terms predicted for the same configuration (the prediction the run logged
+//              with --profile, or one made now from --profile), with the communication split into
+//              the collectives' latency (rounds x alpha) and bandwidth (bytes x beta, gamma) and
+//              how much of it backward hid;
+//   scaling    the model's one-worker step with the same per-worker batch (weak scaling) against
+//              the measured step, and the loss split into exposed communication, compute slowed
+//              beside the other ranks and the communication thread, data and the rest; the
+//              largest part is named, with what would shrink it.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "train/phase_times.h"
+
+namespace dtrain::perf {
+
+struct MeasuredRun {
+  nlohmann::json config;               // the "config" record
+  std::vector<nlohmann::json> epochs;  // the "epoch" records, in order
+};
+
+// Throws InputError when the file cannot be read, DataError naming the line when it is not a
+// metrics log of dtrain train.
+MeasuredRun read_metrics_log(const std::string& path);
+
+struct Explanation {
+  int epochs_used = 0;
+  double measured_step = 0;
+  PhaseTimes measured;  // per step
+  double measured_other = 0;
+  bool has_model = false;
+  std::string profile;  // the profile the model terms come from
+  double predicted_step = 0, one_worker_step = 0;
+  PhaseTimes predicted;  // per step
+  double comm_busy = 0, comm_latency = 0, comm_allreduce = 0;
+  int buckets = 0;
+  std::string limit;  // what limits scaling
+  std::string text;   // the report
+};
+
+// profile_spec: "" to use the prediction the log holds (if any).
+Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec);
+
+}  // namespace dtrain::perf

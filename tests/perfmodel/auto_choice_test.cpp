@@ -1,0 +1,92 @@
+// --allreduce auto / --bucket-mb auto with a profile: the model's argmin, and the log's account
+// of it.
+#include "perfmodel/auto_choice.h"
+
+#include <gtest/gtest.h>
+
+#include "nn/models/models.h"
+#include "perfmodel/training_prediction.h"
+#include "perfmodel_test_util.h"
+
+namespace dtrain::perf {
+namespace {
+
+TEST(AutoChoice, PicksTheArgminOfThePredictedStep) {
+  const Workload w = describe_zoo_model("lenet", "fashion-mnist");
+  for (const Profile& p : {testing::test_profile(1, 5e-5, 1e8), testing::test_profile(8, 1e-6, 1e10)}) {
+    RunConfig base;
+    base.workers = 8;
+    base.batch_per_worker = 16;
+    const AutoChoice c = choose_by_prediction(w, p, base, true, true);
+    ASSERT_EQ(c.alternatives.size(), 4 * bucket_candidates(w).size());
+    double best = c.alternatives.front().step;
+    for (comm::Algorithm a :
+         {comm::Algorithm::kRing, comm::Algorithm::kTree, comm::Algorithm::kButterfly, comm::Algorithm::kOneToAll}) {
+      for (std::size_t b : bucket_candidates(w)) {
+        RunConfig x = base;
+        x.algorithm = a;
+        x.bucket_bytes = b;
+        const double step = predict_step(w, p, x).step;
+        EXPECT_GE(step, c.prediction.step) << comm::algorithm_name(a) << " " << b;
+        best = std::min(best, step);
+      }
+    }
+    EXPECT_DOUBLE_EQ(c.prediction.step, best);
+    EXPECT_DOUBLE_EQ(predict_step(w, p, c.chosen).step, best);
+    for (std::size_t i = 1; i < c.alternatives.size(); ++i) {
+      EXPECT_LE(c.alternatives[i - 1].step, c.alternatives[i].step);  // fastest first
+    }
+    EXPECT_NE(describe_choice(c).find("chose "), std::string::npos);
+  }
+}
+
+TEST(AutoChoice, OnlyTheAutoSettingsChange) {
+  const Workload w = describe_zoo_model("mlp", "fashion-mnist");
+  RunConfig base;
+  base.workers = 4;
+  base.algorithm = comm::Algorithm::kTree;
+  base.bucket_bytes = 3 << 20;
+  base.comm_dtype = DType::kF16;
+  const Profile p = testing::test_profile(1, 1e-5, 1e9);
+  const AutoChoice buckets = choose_by_prediction(w, p, base, false, true);
+  EXPECT_EQ(buckets.chosen.algorithm, comm::Algorithm::kTree);
+  EXPECT_EQ(buckets.chosen.comm_dtype, DType::kF16);
+  const AutoChoice algorithm = choose_by_prediction(w, p, base, true, false);
+  EXPECT_EQ(algorithm.chosen.bucket_bytes, std::size_t{3} << 20);
+  EXPECT_EQ(algorithm.alternatives.size(), 4u);
+  for (const Alternative& a : algorithm.alternatives) EXPECT_NE(a.algorithm, comm::Algorithm::kMpi);
+}
+
+TEST(AutoChoice, BucketCandidatesReachOneBucketForEverything) {
+  const Workload w = describe_zoo_model("mlp", "fashion-mnist");  // 669,706 parameters: 2.7 MB
+  const std::vector<std::size_t> b = bucket_candidates(w);
+  EXPECT_EQ(b.front(), 0u);
+  EXPECT_EQ(b[1], std::size_t{64} << 10);
+  EXPECT_GE(b.back(), 4u * 669706u);
+  EXPECT_LT(b[b.size() - 2], 4u * 669706u);
+  EXPECT_EQ(bucket_label(0), "0 (one per parameter)");
+  EXPECT_EQ(bucket_label(std::size_t{4} << 20), "4 MiB");
+  EXPECT_EQ(bucket_label(std::size_t{64} << 10), "64 KiB");
+}
+
+TEST(AutoChoice, TrainingPlanWritesTheChoiceBackAndLogsIt) {
+  const Workload w = describe_zoo_model("mlp", "fashion-mnist");
+  Rng rng(0);
+  auto model = make_model("mlp", ModelInput{}, rng);
+  DataParallelConfig dp;
+  dp.algorithm = comm::Algorithm::kAuto;
+  const auto plan = plan_for_train("skylake-sp+eth-10g", *model, Shape{1, 28, 28}, "mlp", 4, 32, dp, true, true);
+  ASSERT_TRUE(plan.has_value());
+  ASSERT_TRUE(plan->choice.has_value());
+  EXPECT_EQ(dp.algorithm, plan->choice->chosen.algorithm);
+  EXPECT_EQ(dp.bucket_bytes, plan->choice->chosen.bucket_bytes);
+  const nlohmann::json j = plan->log_fields();
+  EXPECT_EQ(j["auto"]["allreduce"], std::string(comm::algorithm_name(dp.algorithm)));
+  EXPECT_EQ(j["auto"]["alternatives"].size(), plan->choice->alternatives.size());
+  EXPECT_DOUBLE_EQ(j["predicted"]["step_s"].get<double>(), plan->prediction.step);
+  EXPECT_DOUBLE_EQ(prediction_from_json(j["predicted"]).step, plan->prediction.step);
+  EXPECT_FALSE(plan_for_train("", *model, Shape{1, 28, 28}, "mlp", 4, 32, dp, true, true).has_value());
+}
+
+}  // namespace
+}  // namespace dtrain::perf

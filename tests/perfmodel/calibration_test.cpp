@@ -1,0 +1,201 @@
+// dtrain calibrate: the profile it writes loads, validates and says where every number comes from;
+// the roofline rate it solves for reproduces its measurements; the optional overlap part of the
+// schema is checked like the rest.
+#include "perfmodel/calibration.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "perfmodel/allreduce_time.h"
+#include "perfmodel/calibrate_compute.h"
+#include "perfmodel/layer_trace.h"
+#include "perfmodel/step_model.h"
+#include "perfmodel_test_util.h"
+
+namespace dtrain::perf {
+namespace {
+
+int run_command(const std::string& cmd, std::string* output) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return -1;
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), p) != nullptr) *output += buf.data();
+  const int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+void expect_calibrated(const Quantity& q, const std::string& what) {
+  EXPECT_GT(q.value, 0) << what;
+  EXPECT_EQ(q.source.rfind("calibrated on ", 0), 0u) << what << ": " << q.source;
+  EXPECT_NE(q.source.find(" by dtrain calibrate"), std::string::npos) << what << ": " << q.source;
+}
+
+TEST(Calibrate, OneProcessWritesAProfileThatLoadsAndValidates) {
+  const auto path = std::filesystem::temp_directory_path() / "dtrain_calibrate_test.json";
+  std::string out;
+  const int rc = run_command(
+      std::string(DTRAIN_BINARY) + " calibrate --models mlp --batch 8 --min-seconds 0.002 -o " + path.string(), &out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("conv2d"), std::string::npos) << out;  // kinds mlp lacks come from the default models
+  const Profile p = load_profile(path.string());
+  for (std::size_t k = 0; k < kComputeKinds.size(); ++k) expect_calibrated(p.device.compute[k], "compute");
+  expect_calibrated(p.device.memory_read, "memory_read");
+  expect_calibrated(p.device.memory_write, "memory_write");
+  expect_calibrated(p.device.update, "update");
+  expect_calibrated(p.device.reduce, "reduce");
+  expect_calibrated(p.node.disk_read, "disk_read");
+  expect_calibrated(p.node.intra_link.bandwidth, "intra bandwidth");
+  EXPECT_EQ(p.node.accelerators, 1);
+  EXPECT_FALSE(p.network.has_value());       // one process: no link between hosts measured
+  EXPECT_FALSE(p.node.overlap.has_value());  // nor an overlap of communication
+  // The same schema and version as the spec-sheet profiles: it predicts like them.
+  RunConfig c;
+  c.batch_per_worker = 16;
+  EXPECT_GT(predict_step(describe_zoo_model("mlp", "fashion-mnist"), p, c).step, 0);
+  std::filesystem::remove(path);
+}
+
+TEST(Calibrate, BadFlagsNameTheProblem) {
+  std::string out;
+  EXPECT_EQ(run_command(std::string(DTRAIN_BINARY) + " calibrate --models vgg", &out), 2);
+  EXPECT_NE(out.find("unknown model 'vgg' in --models; valid:"), std::string::npos) << out;
+  out.clear();
+  EXPECT_EQ(run_command(std::string(DTRAIN_BINARY) + " calibrate --min-seconds 0", &out), 2);
+  EXPECT_NE(out.find("--min-seconds must be > 0"), std::string::npos) << out;
+}
+
+Calibration synthetic_calibration() {
+  Calibration c;
+  c.ranks = 4;
+  c.threads = 1;
+  c.host = "hostA";
+  c.date = "2026-01-01T00:00Z";
+  c.options.device.models = {"mlp"};
+  c.device.memory_read = 2e10;
+  c.device.memory_write = 1e10;
+  c.device.compute.fill(5e10);
+  c.device.shapes.fill(2);
+  c.device.update = 1e9;
+  c.device.disk_read = 1e9;
+  c.device.stream_bytes = 8 << 20;
+  c.transport.host_of = {0, 0, 1, 1};
+  c.transport.host_names = {"hostA", "hostB"};
+  c.transport.ranks_per_host = 2;
+  c.transport.reduce = 3e10;
+  c.transport.same_host = {true, 2e-6, 5e9, 6e9, 1 << 20, 2, "2 same-host pair(s) side by side"};
+  c.transport.across_hosts = {true, 3e-5, 1.2e7, 1.5e7, 1 << 20, 1, "ranks 0 and 2"};
+  c.overlap = {true, 0.6, 0.3, 1e-3, "test"};
+  return c;
+}
+
+TEST(Calibrate, ProfileOfAMultiHostCalibrationHasEveryPart) {
+  const Profile p = calibrated_profile(synthetic_calibration());
+  EXPECT_EQ(p.name, "calibrated-hostA");
+  EXPECT_EQ(p.node.accelerators, 2);
+  ASSERT_TRUE(p.network.has_value());
+  EXPECT_DOUBLE_EQ(p.network->latency.value, 3e-5);
+  EXPECT_DOUBLE_EQ(p.network->bandwidth.value, 1.2e7);
+  EXPECT_DOUBLE_EQ(p.node.intra_link.bandwidth.value, 5e9);
+  ASSERT_TRUE(p.node.overlap.has_value());
+  EXPECT_DOUBLE_EQ(p.node.overlap->compute.value, 0.6);
+  EXPECT_DOUBLE_EQ(p.node.overlap->comm.value, 0.3);
+  expect_calibrated(p.network->bandwidth, "network");
+  expect_calibrated(p.node.overlap->comm, "overlap");
+  // Written and read back through the schema, unchanged.
+  const ProfileFragment back = parse_profile_fragment(profile_to_json(p), "round trip");
+  ASSERT_TRUE(back.node && back.node->overlap && back.network);
+  EXPECT_DOUBLE_EQ(back.node->overlap->compute.value, 0.6);
+  EXPECT_DOUBLE_EQ(back.network->latency.value, 3e-5);
+  ASSERT_TRUE(back.network->one_way_bandwidth.has_value());
+  EXPECT_DOUBLE_EQ(back.network->one_way(), 1.5e7);
+  EXPECT_DOUBLE_EQ(back.node->intra_link.one_way(), 6e9);
+  EXPECT_EQ(back.device->compute[0].source, p.device.compute[0].source);
+  const std::string text = format_calibration(synthetic_calibration(), false);
+  EXPECT_NE(text.find("across hosts"), std::string::npos) << text;
+  EXPECT_NE(text.find("overlap"), std::string::npos) << text;
+}
+
+TEST(Calibrate, OverlapFractionsAreCheckedLikeEveryField) {
+  nlohmann::json j = profile_to_json(calibrated_profile(synthetic_calibration()));
+  j["node"]["overlap"]["compute"]["value"] = 1.5;
+  EXPECT_THROW(parse_profile_fragment(j, "t.json"), DataError);
+  try {
+    parse_profile_fragment(j, "t.json");
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("'node.overlap.compute' is 1.5; it must be in (0, 1]"), std::string::npos)
+        << e.what();
+  }
+  j["node"]["overlap"].erase("compute");
+  j["node"]["overlap"]["commm"] = {{"value", 0.5}, {"source", "x"}};
+  try {
+    parse_profile_fragment(j, "t.json");
+    FAIL() << "accepted an unknown field";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown field 'node.overlap.commm'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Calibrate, OneWayBandwidthPricesTreeAndOneToAllOnly) {
+  // Two workers on two nodes: the network carries everything. With the one-way rate twice the
+  // two-way one, tree and one-to-all (one direction at a time) pay half the bandwidth term;
+  // ring and butterfly (both directions at once) are unchanged.
+  Profile two_way = testing::test_profile(1, 1e-6, 1e8);
+  Profile faster_one_way = two_way;
+  faster_one_way.network->one_way_bandwidth = testing::q(2e8);
+  const std::size_t count = 1 << 20;  // 4 MiB of f32
+  for (comm::Algorithm a : {comm::Algorithm::kRing, comm::Algorithm::kButterfly}) {
+    const AllreducePlan plan{a, 2};
+    EXPECT_DOUBLE_EQ(allreduce_time(plan, count, faster_one_way).seconds, allreduce_time(plan, count, two_way).seconds)
+        << comm::algorithm_name(a);
+  }
+  for (comm::Algorithm a : {comm::Algorithm::kTree, comm::Algorithm::kOneToAll}) {
+    const AllreducePlan plan{a, 2};
+    const AllreduceTime slow = allreduce_time(plan, count, two_way), fast = allreduce_time(plan, count, faster_one_way);
+    EXPECT_LT(fast.seconds, 0.6 * slow.seconds) << comm::algorithm_name(a);
+    EXPECT_DOUBLE_EQ(fast.latency, slow.latency) << comm::algorithm_name(a);
+  }
+}
+
+TEST(Calibrate, RooflineRateReproducesTheMeasuredTotal) {
+  // Arithmetic binds every shape: the rate is FLOPs over seconds.
+  std::vector<ShapeTiming> arithmetic{{"conv2d", "a", 2e9, 0.02, 0.001}, {"conv2d", "b", 1e9, 0.01, 0.002}};
+  EXPECT_NEAR(solve_roofline_rate(arithmetic), 1e11, 1e2);
+  // One shape memory-bound: sum max(F/r, M) equals the measured total at the solved rate.
+  std::vector<ShapeTiming> mixed{{"relu", "a", 1e6, 0.004, 0.003}, {"relu", "b", 4e6, 0.002, 0.0005}};
+  const double r = solve_roofline_rate(mixed);
+  double total = 0;
+  for (const ShapeTiming& t : mixed) total += std::max(t.flops / r, t.memory_seconds);
+  EXPECT_NEAR(total, 0.006, 1e-9);
+  // Memory alone exceeds the measurement: FLOPs over seconds (the memory roof then decides).
+  std::vector<ShapeTiming> memory{{"relu", "a", 1e6, 0.001, 0.002}};
+  EXPECT_NEAR(solve_roofline_rate(memory), 1e9, 1);
+}
+
+TEST(Calibrate, LayerBenchRunsEveryDistinctShapeOnce) {
+  ComputeCalibrationOptions o;
+  o.models = {"lenet"};
+  o.batch = 2;
+  LayerBench bench(o);
+  int conv = 0, bn = 0, add = 0;
+  for (const LayerSummary& l : bench.layers()) {
+    conv += l.kind == "conv2d";
+    bn += l.kind == "batch_norm";
+    add += l.kind == "add";
+  }
+  EXPECT_EQ(conv, 2);  // lenet's two convolutions
+  EXPECT_GE(bn, 1);    // batch norm from the default models (lenet has none)
+  // Elementwise is a kind lenet has (its ReLUs), so the default models' residual additions are
+  // not mixed into its rate: only kinds the chosen models lack are borrowed.
+  EXPECT_EQ(add, 0);
+  for (std::size_t i = 0; i < bench.layers().size(); ++i) bench.run(i);
+  EXPECT_GT(bench.largest_tensor_bytes(), 0u);
+}
+
+}  // namespace
+}  // namespace dtrain::perf

@@ -1,0 +1,85 @@
+// The two-thread step simulation: the plain max-plus timeline when compute and communication do
+// not slow each other, and the shared-core slowdown when they do.
+#include "perfmodel/step_simulation.h"
+
+#include <gtest/gtest.h>
+
+#include "perfmodel/step_model.h"
+#include "perfmodel_test_util.h"
+
+namespace dtrain::perf {
+namespace {
+
+// Forward 1 s; backward of two layers, 1 s each, the first releasing bucket 0 (2 s), the second
+// bucket 1 (1 s); update 0.5 s.
+SimInput two_buckets() {
+  SimInput in;
+  in.items = {{1.0, {}}, {1.0, {0}}, {1.0, {1}}};
+  in.forward_items = 1;
+  in.bucket_seconds = {2.0, 1.0};
+  in.update = 0.5;
+  return in;
+}
+
+TEST(StepSimulation, MaxPlusWhenNothingIsShared) {
+  const SimStep s = simulate_steps(two_buckets());
+  EXPECT_DOUBLE_EQ(s.bucket_ready[0], 2.0);
+  EXPECT_DOUBLE_EQ(s.bucket_start[0], 2.0);
+  EXPECT_DOUBLE_EQ(s.bucket_end[0], 4.0);
+  EXPECT_DOUBLE_EQ(s.bucket_start[1], 4.0);  // waits for bucket 0
+  EXPECT_DOUBLE_EQ(s.bucket_end[1], 5.0);
+  EXPECT_DOUBLE_EQ(s.backward_end, 3.0);
+  EXPECT_DOUBLE_EQ(s.update_start, 5.0);
+  EXPECT_DOUBLE_EQ(s.period, 5.5);
+}
+
+TEST(StepSimulation, SharedCoresSlowWhateverOverlaps) {
+  SimInput in = two_buckets();
+  in.compute_share = 0.5;
+  in.comm_share = 0.25;
+  const SimStep s = simulate_steps(in);
+  // From 2 s both run: the last backward item (1 s of work at half speed) ends at 4 s, when
+  // bucket 0 has done 2 x 0.25 = 0.5 s of its 2 s; the remaining 1.5 s run alone.
+  EXPECT_DOUBLE_EQ(s.backward_end, 4.0);
+  EXPECT_DOUBLE_EQ(s.bucket_end[0], 5.5);
+  EXPECT_DOUBLE_EQ(s.bucket_end[1], 6.5);
+  EXPECT_DOUBLE_EQ(s.period, 7.0);
+}
+
+TEST(StepSimulation, DoubleBufferingOverlapsTheNextStep) {
+  SimInput in = two_buckets();
+  in.double_buffering = true;
+  const SimStep s = simulate_steps(in);
+  // The update waits for the previous step's buckets only; 3 s of communication fit in the
+  // 3.5 s of a step.
+  EXPECT_DOUBLE_EQ(s.update_start, s.backward_end);
+  EXPECT_DOUBLE_EQ(s.period, 3.5);
+  in.bucket_seconds = {4.0, 2.0};  // 6 s of communication per step: it sets the pace
+  EXPECT_DOUBLE_EQ(simulate_steps(in).period, 6.0);
+}
+
+TEST(StepModel, OverlapSharesOfTheProfileSlowOverlappedWork) {
+  std::vector<LayerSummary> layers;
+  for (int i = 0; i < 8; ++i) {
+    std::string name = "c";  // appended, not "c" + ...: GCC 12's -Wrestrict misfires on that
+    name += std::to_string(i);
+    layers.push_back(testing::layer(name, "conv2d", 300000, 2e8, 4096));
+  }
+  const Workload w = workload_from_layers(layers);
+  Profile p = testing::test_profile(4, 1e-6, 1e9);
+  RunConfig c;
+  c.workers = 4;
+  const StepPrediction alone = predict_step(w, p, c);
+  p.node.overlap = OverlapProfile{testing::q(0.5), testing::q(0.5)};
+  const StepPrediction shared = predict_step(w, p, c);
+  EXPECT_GT(shared.step, alone.step);
+  EXPECT_GT(shared.phases.backward, alone.phases.backward);  // backward slowed beside the buckets
+  EXPECT_DOUBLE_EQ(shared.phases.forward, alone.phases.forward);
+  EXPECT_NEAR(shared.phases.total(), shared.step, 1e-9 * shared.step);
+  // One worker never communicates: the shares do not apply.
+  c.workers = 1;
+  EXPECT_DOUBLE_EQ(predict_step(w, p, c).step, predict_step(w, testing::test_profile(4, 1e-6, 1e9), c).step);
+}
+
+}  // namespace
+}  // namespace dtrain::perf
