@@ -11,5 +11,6 @@ using Action = std::function<int()>;
 
 Action register_train(CLI::App& app);
 Action register_bench(CLI::App& app);
+Action register_export(CLI::App& app);
 
 }  // namespace dtrain::cli
