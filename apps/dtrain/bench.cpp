@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "apps/dtrain/commands.h"
+#include "apps/dtrain/distributed.h"
 #include "apps/dtrain/process_stats.h"
 #include "autograd/ops.h"
 #include "core/threads.h"
@@ -9,7 +10,9 @@
 #include "nn/models/models.h"
 #include "nn/summary.h"
 #include "optim/optimizer.h"
+#include "parallel/data_parallel.h"
 #include "tensor/allocator.h"
+#include "tensor/kernels/cpu/gemm.h"
 
 namespace dtrain::cli {
 namespace {
@@ -25,10 +28,20 @@ struct BenchTrainOptions {
   int steps = 50;
   int warmup = 3;
   std::uint64_t seed = 0;
+  // Under mpirun: data-parallel steps with these settings.
+  std::string allreduce = "auto";
+  std::string comm_dtype = "f32";
+  double bucket_mb = 1.0;
+  bool double_buffering = false;
+  std::string gemm = "onednn";
 };
 
 int bench_train(const BenchTrainOptions& o) {
   set_num_threads(o.threads);
+  if (o.gemm != "onednn" && o.gemm != "openblas") {
+    throw InputError(fmt::format("--gemm must be onednn or openblas, got '{}'", o.gemm));
+  }
+  set_gemm_library(o.gemm == "openblas" ? GemmLibrary::kOpenBlas : GemmLibrary::kOneDnn);
   const bool cifar = o.model.rfind("resnet", 0) == 0;
   // Same inputs as the PyTorch peer (shared/peers/torch_train.py): resnets see 3x32x32 images.
   const ModelInput in = cifar ? ModelInput{3, 32, 32, 10} : ModelInput{1, 28, 28, 10};
@@ -45,29 +58,45 @@ int bench_train(const BenchTrainOptions& o) {
   const Tensor x = Tensor::from_vector(xv, {o.batch, in.channels, in.height, in.width});
   const Tensor y = Tensor::from_labels(yv);
 
-  auto step = [&] {
-    opt->zero_grad();
-    Variable loss = ops::softmax_cross_entropy((*model)(Variable(x)), y);
-    loss.backward();
-    opt->step();
-  };
-  for (int i = 0; i < o.warmup; ++i) step();
+  // Under mpirun every rank runs data-parallel steps on its own batch of o.batch samples.
+  ProcessGroup group = join_process_group(300);
+  std::unique_ptr<Updater> updater;
+  if (group.active()) {
+    DataParallelConfig dp;
+    dp.algorithm = comm::parse_algorithm(o.allreduce);
+    dp.comm_dtype = parse_dtype(o.comm_dtype);
+    dp.bucket_bytes = static_cast<std::size_t>(o.bucket_mb * (1 << 20));
+    dp.double_buffering = o.double_buffering;
+    updater = std::make_unique<DataParallelUpdater>(*model, *opt, *group.worker, dp);
+  } else {
+    updater = std::make_unique<StandardUpdater>(*model, *opt);
+  }
+  const Batch batch{x, y, {}};
+  std::int64_t iteration = 0;
+  PhaseTimes phases;
+  for (int i = 0; i < o.warmup; ++i) updater->update(batch, iteration++);
+  if (group.active()) group.worker->run([](comm::Communicator& c) { c.barrier(); });
   const ProcessStats before = process_stats();
   Stopwatch sw;
-  for (int i = 0; i < o.steps; ++i) step();
+  for (int i = 0; i < o.steps; ++i) phases += updater->update(batch, iteration++).times;
+  updater->flush();
+  if (group.active()) group.worker->run([](comm::Communicator& c) { c.barrier(); });
   const double seconds = sw.seconds();
   const ProcessStats after = process_stats();
+  if (group.rank != 0) return 0;
 
-  const double samples_per_s = static_cast<double>(o.steps * o.batch) / seconds;
+  const double samples_per_s = static_cast<double>(o.steps * o.batch * group.size) / seconds;
   const double gflops = samples_per_s * (cost.forward_flops + cost.backward_flops) / 1e9;
   const double peak = kCorePeakGflops * o.threads;
   fmt::print(
       "dtrain model={} batch={} threads={} steps={} samples_per_s={:.1f} step_ms={:.3f} gflops={:.1f} "
       "peak_fraction={:.3f} train_mflop_per_sample={:.1f} peak_rss_mb={:.1f} minor_faults_per_step={:.1f} "
-      "blas={}\n",
-      o.model, o.batch, o.threads, o.steps, samples_per_s, 1e3 * seconds / o.steps, gflops, gflops / peak,
-      (cost.forward_flops + cost.backward_flops) / 1e6, after.peak_rss_mb,
-      static_cast<double>(after.minor_faults - before.minor_faults) / o.steps, openblas_build());
+      "blas={} gemm={} ranks={} forward_ms={:.3f} backward_ms={:.3f} comm_ms={:.3f} update_ms={:.3f}\n",
+      o.model, o.batch, o.threads, o.steps, samples_per_s, 1e3 * seconds / o.steps, gflops / group.size,
+      gflops / group.size / peak, (cost.forward_flops + cost.backward_flops) / 1e6, after.peak_rss_mb,
+      static_cast<double>(after.minor_faults - before.minor_faults) / o.steps, openblas_build(), o.gemm, group.size,
+      1e3 * phases.forward / o.steps, 1e3 * phases.backward / o.steps, 1e3 * phases.comm / o.steps,
+      1e3 * phases.update / o.steps);
   return 0;
 }
 
@@ -77,7 +106,8 @@ Action register_bench(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "Measure throughput (prints one key=value line per run)");
   bench->require_subcommand(1);
   auto o = std::make_shared<BenchTrainOptions>();
-  CLI::App* train = bench->add_subcommand("train", "Training steps per second of one model on synthetic data");
+  CLI::App* train = bench->add_subcommand(
+      "train", "Training steps per second of one model on synthetic data (under mpirun: data-parallel, per-rank batch)");
   train->add_option("--model", o->model, "Model: " + fmt::format("{}", fmt::join(model_names(), ", ")))
       ->capture_default_str();
   train->add_option("--batch", o->batch, "Samples per step")->capture_default_str()->check(CLI::PositiveNumber);
@@ -87,7 +117,18 @@ Action register_bench(CLI::App& app) {
   train->add_option("--steps", o->steps, "Timed steps")->capture_default_str()->check(CLI::PositiveNumber);
   train->add_option("--warmup", o->warmup, "Untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
   train->add_option("--seed", o->seed, "Seed of parameters and data")->capture_default_str();
-  return [train, o]() { return train->parsed() ? bench_train(*o) : -1; };
+  train->add_option("--allreduce", o->allreduce, "Under mpirun: allreduce algorithm (ring, tree, butterfly, onetoall, mpi, auto)")
+      ->capture_default_str();
+  train->add_option("--comm-dtype", o->comm_dtype, "Under mpirun: f32, f16 or bf16 gradients on the wire")
+      ->capture_default_str();
+  train->add_option("--bucket-mb", o->bucket_mb, "Under mpirun: gradient bucket size in MiB")->capture_default_str();
+  train->add_flag("--double-buffering", o->double_buffering, "Under mpirun: one-step-stale gradients");
+  train->add_option("--gemm", o->gemm,
+                    "Library of the linear layers' sgemm: onednn (AVX-512 here) or openblas (follows "
+                    "OPENBLAS_CORETYPE, which this environment sets to Haswell: AVX2)")
+      ->capture_default_str();
+  Action allreduce = register_bench_allreduce(*bench);
+  return [train, o, allreduce]() { return train->parsed() ? bench_train(*o) : allreduce(); };
 }
 
 }  // namespace dtrain::cli

@@ -12,5 +12,8 @@ using Action = std::function<int()>;
 Action register_train(CLI::App& app);
 Action register_bench(CLI::App& app);
 Action register_export(CLI::App& app);
+Action register_predict(CLI::App& app);
+// `bench allreduce`, a subcommand of `bench` (apps/dtrain/bench_allreduce.cpp).
+Action register_bench_allreduce(CLI::App& bench);
 
 }  // namespace dtrain::cli

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "dtrain 0.1.0");
   app.footer("Run 'dtrain SUBCOMMAND --help' for the flags of each subcommand.");
   std::vector<dtrain::cli::Action> actions{dtrain::cli::register_train(app), dtrain::cli::register_bench(app),
-                                            dtrain::cli::register_export(app)};
+                                            dtrain::cli::register_predict(app), dtrain::cli::register_export(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -12,6 +12,7 @@
 //      "ranks disagree on the configuration: batch: rank 0 has 64, rank 1 has 32".
 #pragma once
 
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,6 +29,9 @@ struct NamedValue {
 // Returns when every rank passed the same values (names in the same order); otherwise throws
 // CommError on every rank naming each value that differs and which ranks hold which value.
 void check_agreement(Communicator& comm, std::span<const NamedValue> values);
+inline void check_agreement(Communicator& comm, std::initializer_list<NamedValue> values) {
+  check_agreement(comm, std::span<const NamedValue>(values.begin(), values.size()));
+}
 
 // 64-bit FNV-1a, stable across processes and builds (unlike std::hash): for fingerprints such as
 // a hash of all parameter shapes.

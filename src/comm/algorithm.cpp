@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "comm/algorithms/barrier.h"
 #include "comm/algorithms/butterfly.h"
 #include "comm/algorithms/mpi_native.h"
 #include "comm/algorithms/one_to_all.h"
@@ -75,6 +76,21 @@ CommCost allreduce_cost(Algorithm a, int p, int rank, std::size_t count, DType d
   }
   throw InternalError("unknown algorithm");
 }
+
+CommCost broadcast_cost(int p, int rank, std::size_t bytes, int root, std::size_t chunk_bytes) {
+  return detail::broadcast_tree_cost(p, rank, bytes, 1, chunk_bytes, root);
+}
+
+CommCost allgather_cost(int p, int rank, std::size_t bytes_per_rank, std::size_t chunk_bytes) {
+  return detail::ring_allgather_cost(p, rank, bytes_per_rank * static_cast<std::size_t>(p), 1, chunk_bytes);
+}
+
+CommCost reduce_scatter_cost(int p, int rank, std::size_t count_per_rank, DType dtype, std::size_t chunk_bytes) {
+  return detail::ring_reduce_scatter_cost(p, rank, count_per_rank * static_cast<std::size_t>(p), dtype_size(dtype),
+                                          chunk_bytes);
+}
+
+CommCost barrier_cost(int p) { return detail::dissemination_barrier_cost(p); }
 
 double predict_seconds(const CommCost& cost, const AlphaBetaGamma& m) {
   return static_cast<double>(cost.rounds) * m.alpha + static_cast<double>(cost.beta_bytes) * m.beta +

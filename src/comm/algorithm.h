@@ -55,7 +55,7 @@ struct CommCost {
 // Point-to-point messages are at most chunk_bytes long (rounded down to whole elements, at least
 // one element) so that a rank reduces or forwards one chunk while the next is in flight. Empty
 // blocks are not sent at all.
-constexpr std::size_t kDefaultChunkBytes = std::size_t{256} << 10;
+constexpr std::size_t kDefaultChunkBytes = std::size_t{1} << 20;
 // Messages a block of `count` elements of `elem_bytes` each is split into.
 std::uint64_t chunk_count(std::size_t count, std::size_t elem_bytes, std::size_t chunk_bytes);
 
@@ -63,6 +63,15 @@ std::uint64_t chunk_count(std::size_t count, std::size_t elem_bytes, std::size_t
 // kMpi returns an estimate (Open MPI chooses its own algorithm): see algorithms/mpi_native.h.
 CommCost allreduce_cost(Algorithm a, int world_size, int rank, std::size_t count, DType dtype,
                         std::size_t chunk_bytes = kDefaultChunkBytes);
+
+// The same for the other collectives of Communicator (sizes as its methods take them).
+CommCost broadcast_cost(int world_size, int rank, std::size_t bytes, int root,
+                        std::size_t chunk_bytes = kDefaultChunkBytes);
+CommCost allgather_cost(int world_size, int rank, std::size_t bytes_per_rank,
+                        std::size_t chunk_bytes = kDefaultChunkBytes);
+CommCost reduce_scatter_cost(int world_size, int rank, std::size_t count_per_rank, DType dtype,
+                             std::size_t chunk_bytes = kDefaultChunkBytes);
+CommCost barrier_cost(int world_size);
 
 // Machine constants of the alpha-beta-gamma model (seconds, seconds per byte).
 struct AlphaBetaGamma {

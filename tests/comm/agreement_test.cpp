@@ -73,6 +73,15 @@ TEST(Agreement, SameValuesInADifferentOrderFail) {
   for (const auto& m : messages) EXPECT_NE(m.find("different order"), std::string::npos) << m;
 }
 
+TEST(Agreement, BracedListOfValues) {
+  run_local(
+      2,
+      [](Communicator& comm) {
+        check_agreement(comm, {{"model", "mlp"}, {"batch", "64"}});
+      },
+      testing::test_options());
+}
+
 TEST(Agreement, FingerprintHashIsStable) {
   EXPECT_EQ(fnv1a64(""), 0xcbf29ce484222325ull);
   EXPECT_EQ(fnv1a64("a"), 0xaf63dc4c8601ec8cull);

@@ -6,9 +6,6 @@
 #include <cmath>
 #include <mutex>
 
-#include "comm/algorithms/barrier.h"
-#include "comm/algorithms/ring.h"
-#include "comm/algorithms/tree.h"
 #include "comm/instrumented_transport.h"
 #include "comm/local_transport.h"
 #include "comm_test_util.h"
@@ -69,22 +66,22 @@ TEST(CollectiveCost, BroadcastAllgatherReduceScatterBarrier) {
         std::vector<std::byte> bytes(n * P);
         const int root = p - 1;
         comm.broadcast(bytes.data(), n, root);
-        expect_counts(t.counts(), 0, detail::broadcast_tree_cost(p, r, n, 1, chunk, root), "broadcast " + where);
+        expect_counts(t.counts(), 0, broadcast_cost(p, r, n, root, chunk), "broadcast " + where);
 
         t.reset();
         comm.allgather(bytes.data(), n);
-        expect_counts(t.counts(), 0, detail::ring_allgather_cost(p, r, n * P, 1, chunk), "allgather " + where);
+        expect_counts(t.counts(), 0, allgather_cost(p, r, n, chunk), "allgather " + where);
 
         t.reset();
         std::vector<float> f(n * P, 1.0f);
         const std::uint64_t reduced_before = comm.stats().bytes_reduced;
         comm.reduce_scatter(f.data(), n, DType::kF32);
         expect_counts(t.counts(), comm.stats().bytes_reduced - reduced_before,
-                      detail::ring_reduce_scatter_cost(p, r, n * P, 4, chunk), "reduce_scatter " + where);
+                      reduce_scatter_cost(p, r, n, DType::kF32, chunk), "reduce_scatter " + where);
 
         t.reset();
         comm.barrier();
-        expect_counts(t.counts(), 0, detail::barrier_cost(p), "barrier " + where);
+        expect_counts(t.counts(), 0, barrier_cost(p), "barrier " + where);
       });
     }
   }

@@ -11,19 +11,20 @@
 namespace dtrain::comm {
 namespace {
 
-const Deadline kSoon = Deadline::after(10);
+// A fresh deadline per use: one taken at start-up would expire in slow (sanitizer) runs.
+Deadline soon() { return Deadline::after(30); }
 
 TEST(LocalTransport, SameTagMessagesArriveInOrderAndTagsDoNotMix) {
   run_local_transports(2, [](Transport& t) {
     if (t.rank() == 0) {
       int a = 1, b = 2, c = 3;
       Request r[3] = {t.isend(&a, 4, 1, 7), t.isend(&b, 4, 1, 7), t.isend(&c, 4, 1, 9)};
-      t.waitall(r, kSoon, "test");
+      t.waitall(r, soon(), "test");
     } else {
       int x = 0, y = 0, z = 0;
       // Post the tag-9 receive first: it must match the tag-9 send, not the first one.
       Request r[3] = {t.irecv(&z, 4, 0, 9), t.irecv(&x, 4, 0, 7), t.irecv(&y, 4, 0, 7)};
-      t.waitall(r, kSoon, "test");
+      t.waitall(r, soon(), "test");
       EXPECT_EQ(x, 1);
       EXPECT_EQ(y, 2);
       EXPECT_EQ(z, 3);
@@ -37,9 +38,9 @@ TEST(LocalTransport, SizeMismatchIsCommErrorOnBothSides) {
     char buf[8] = {};
     try {
       if (t.rank() == 0) {
-        t.send(buf, 8, 1, 0, kSoon, "test");
+        t.send(buf, 8, 1, 0, soon(), "test");
       } else {
-        t.recv(buf, 4, 0, 0, kSoon, "test");
+        t.recv(buf, 4, 0, 0, soon(), "test");
       }
     } catch (const CommError& e) {
       EXPECT_NE(std::string(e.what()).find("size mismatch"), std::string::npos) << e.what();

@@ -12,7 +12,7 @@ void dissemination_barrier(Collective& c) {
   }
 }
 
-CommCost barrier_cost(int p) {
+CommCost dissemination_barrier_cost(int p) {
   CommCost cost;
   for (int dist = 1; dist < p; dist <<= 1) {
     ++cost.messages_sent;

@@ -10,6 +10,6 @@
 namespace dtrain::comm::detail {
 
 void dissemination_barrier(Collective& c);
-CommCost barrier_cost(int p);
+CommCost dissemination_barrier_cost(int p);
 
 }  // namespace dtrain::comm::detail

@@ -37,13 +37,13 @@ void halving_steps(const Layout& l, Fn&& fn) {
 }
 
 // Phases 1-2: recursive halving then recursive doubling (Rabenseifner).
-void halving_doubling(Collective& c, const Layout& l, std::byte* d, std::byte* tmp, std::size_t count, DType dtype) {
+void halving_doubling(Collective& c, const Layout& l, std::byte* d, std::size_t count, DType dtype) {
   const std::size_t elem = dtype_size(dtype);
   halving_steps(l, [&](int partner, int send_lo, int send_hi, int keep_lo, int keep_hi) {
     const Block s = blocks_range(count, l.q, send_lo, send_hi);
     const Block k = blocks_range(count, l.q, keep_lo, keep_hi);
     const int peer = real_rank(l, partner);
-    c.exchange_reduce(d + s.offset * elem, s.count, peer, d + k.offset * elem, tmp, k.count, peer, dtype);
+    c.exchange_reduce(d + s.offset * elem, s.count, peer, d + k.offset * elem, k.count, peer, dtype);
   });
   // Replay the halving steps backwards: the range now held is the kept half, the partner holds
   // the sent half.
@@ -89,10 +89,6 @@ void butterfly_allreduce(Collective& c, void* data, std::size_t count, DType dty
   auto* d = static_cast<std::byte*>(data);
   const Layout l = layout_of(p, r);
   const bool doubling = butterfly_uses_doubling(count * elem);
-  // Receives go to scratch: the whole vector when folding or doubling, else the largest kept
-  // half (the lower half of the first step, since earlier blocks are the longer ones).
-  const std::size_t tmp_count = l.extra > 0 || doubling ? count : blocks_range(count, l.q, 0, l.q / 2).count;
-  std::byte* tmp = c.scratch.get(tmp_count * elem);
 
   // 0. fold
   if (r < 2 * l.extra) {
@@ -103,12 +99,12 @@ void butterfly_allreduce(Collective& c, void* data, std::size_t count, DType dty
       c.wait_all(c.list(0));
       return;
     }
-    c.exchange_reduce(nullptr, 0, 0, d, tmp, count, r - 1, dtype);
+    c.exchange_reduce(nullptr, 0, 0, d, count, r - 1, dtype);
   }
   if (doubling) {
-    recursive_doubling(c, l, d, tmp, count, dtype);
+    recursive_doubling(c, l, d, c.scratch.get(count * elem), count, dtype);  // at most a few KiB
   } else {
-    halving_doubling(c, l, d, tmp, count, dtype);
+    halving_doubling(c, l, d, count, dtype);
   }
   // 4. unfold
   if (r < 2 * l.extra) {

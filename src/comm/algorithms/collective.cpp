@@ -54,19 +54,32 @@ void Collective::reduce(void* dst, const void* src, std::size_t count, DType dty
   bytes_reduced += count * dtype_size(dtype);
 }
 
-void Collective::exchange_reduce(const void* send, std::size_t send_count, int to, void* dst, void* tmp,
-                                 std::size_t count, int from, DType dtype) {
+std::byte* Collective::recv_slots(std::size_t max_count, std::size_t elem) {
+  return scratch.get(kRecvSlots * slot_bytes(max_count, elem));
+}
+
+void Collective::exchange_reduce(const void* send, std::size_t send_count, int to, void* dst, std::size_t count,
+                                 int from, DType dtype) {
   const std::size_t elem = dtype_size(dtype);
+  const std::size_t step = chunk_elems(elem);
+  const std::size_t slot = slot_bytes(count, elem);
+  std::byte* slots = recv_slots(count, elem);
   auto& recvs = list(0);
   auto& sends = list(1);
-  post_recv(recvs, tmp, count, elem, from);
+  std::size_t posted = 0;  // elements whose receive is posted
+  auto post_next = [&] {
+    if (posted >= count) return;
+    const std::size_t n = std::min(step, count - posted);
+    recvs.push_back(transport.irecv(slots + (recvs.size() % kRecvSlots) * slot, n * elem, from, tag));
+    posted += n;
+  };
+  for (std::size_t i = 0; i < kRecvSlots; ++i) post_next();
   post_send(sends, send, send_count, elem, to);
-  const std::size_t step = chunk_elems(elem);
-  for (std::size_t i = 0; i < recvs.size(); ++i) {
-    wait(recvs[i]);
-    const std::size_t off = i * step;
-    reduce(static_cast<std::byte*>(dst) + off * elem, static_cast<std::byte*>(tmp) + off * elem,
-           std::min(step, count - off), dtype);
+  for (std::size_t g = 0, off = 0; off < count; ++g, off += step) {
+    wait(recvs[g]);
+    reduce(static_cast<std::byte*>(dst) + off * elem, slots + (g % kRecvSlots) * slot, std::min(step, count - off),
+           dtype);
+    post_next();
   }
   recvs.clear();
   wait_all(sends);

@@ -3,6 +3,7 @@
 // algorithms are written in. Internal to comm/ (the Communicator builds one per call).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -56,6 +57,13 @@ inline int mod(int a, int p) { return ((a % p) + p) % p; }
 // Number of request lists a collective may use.
 constexpr int kRequestLists = 4;
 
+// Incoming chunks that are to be reduced land in a window of kRecvSlots chunk-sized scratch
+// slots: chunk g of a stream goes to slot g % kRecvSlots, and the receive of chunk g + kRecvSlots
+// is posted once chunk g has been added in. Two slots let a chunk arrive (network, DMA) while the
+// previous one is reduced; the scratch stays a few chunks whatever the message size, and a reused
+// slot is still in cache when the next chunk overwrites it (no write-back of a block-sized buffer).
+constexpr std::size_t kRecvSlots = 2;
+
 struct Collective {
   Transport& transport;
   Deadline deadline;
@@ -84,11 +92,17 @@ struct Collective {
 
   void reduce(void* dst, const void* src, std::size_t count, DType dtype);
 
-  // Receives `count` elements from `from` into `tmp` in chunks and adds each chunk into `dst` as
-  // it arrives, while `send_count` elements of `send` go to `to` (nothing when send_count is 0).
-  // Uses lists 0 and 1.
-  void exchange_reduce(const void* send, std::size_t send_count, int to, void* dst, void* tmp, std::size_t count,
-                       int from, DType dtype);
+  // Scratch for a receive window whose chunks hold at most `max_count` elements.
+  std::byte* recv_slots(std::size_t max_count, std::size_t elem);
+  std::size_t slot_bytes(std::size_t max_count, std::size_t elem) const {
+    return std::min(max_count, chunk_elems(elem)) * elem;
+  }
+
+  // Receives `count` elements from `from` in chunks through a receive window and adds each chunk
+  // into `dst` as it arrives, while `send_count` elements of `send` go to `to` (nothing when
+  // send_count is 0). Uses lists 0 and 1.
+  void exchange_reduce(const void* send, std::size_t send_count, int to, void* dst, std::size_t count, int from,
+                       DType dtype);
   // Sends `send_count` elements to `to` while receiving `recv_count` from `from` into `recv`.
   // Uses lists 0 and 1.
   void exchange(const void* send, std::size_t send_count, int to, void* recv, std::size_t recv_count, int from,

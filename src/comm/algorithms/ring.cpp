@@ -6,71 +6,122 @@
 namespace dtrain::comm::detail {
 namespace {
 
-// Scatter-reduce steps. Reduced chunks of steps 0..p-3 are forwarded into list 2 (they feed the
-// next step); those of the last step, which are this rank's finished block, are forwarded into
-// `final_sends` when the all-gather follows (nullptr: reduce-scatter alone).
-void scatter_reduce(Collective& c, std::byte* d, std::size_t count, DType dtype, std::vector<Request>* final_sends) {
+// The all-gather's messages carry their own tag, so its receives can be posted while
+// scatter-reduce receives from the same peer are still to come (a tag's messages match receives in
+// posting order). Tags are 16 * kind + algorithm (< 8), so + 8 is free.
+constexpr int kGatherTag = 8;
+
+// The all-gather's receives, posted in order (step 0's chunks first): gather_step0 posts the next
+// chunk of step 0 (block r-1) once the scatter-reduce send that read the same chunk has completed.
+struct GatherPosts {
+  Collective& c;
+  std::byte* d;
+  std::size_t count, elem;
+  std::size_t posted = 0;  // step-0 chunks posted
+
+  std::vector<Request>& recvs() { return c.list(1); }
+  Block block0() const { return block_of(count, c.size(), mod(c.rank() - 1, c.size())); }
+  std::size_t chunks0() const { return static_cast<std::size_t>(chunk_count(block0().count, elem, c.chunk_bytes)); }
+  // `rs_sends` starts with the scatter-reduce's step-0 sends of block r-1, chunk by chunk.
+  void post_step0(std::vector<Request>& rs_sends) {
+    const Block b = block0();
+    const std::size_t step = c.chunk_elems(elem), off = posted * step;
+    c.wait(rs_sends[posted]);  // usually long done: the predecessor pulled it a step ago
+    recvs().push_back(c.transport.irecv(d + (b.offset + off) * elem, std::min(step, b.count - off) * elem,
+                                        mod(c.rank() - 1, c.size()), c.tag + kGatherTag));
+    ++posted;
+  }
+};
+
+// Scatter-reduce steps. Incoming chunks pass through the receive window (collective.h); reduced
+// chunks of steps 0..p-3 are forwarded into list 2 (they feed the next step). Those of the last
+// step, this rank's finished block, are forwarded into list 3 as the all-gather's first sends
+// when `gather` is set (allreduce), and then, chunk for chunk, the all-gather's step-0 receives
+// are posted: the predecessor's finished chunks are pulled while they are still in its cache.
+void scatter_reduce(Collective& c, std::byte* d, std::size_t count, DType dtype, GatherPosts* gather) {
   const int p = c.size(), r = c.rank();
   const int next = mod(r + 1, p), prev = mod(r - 1, p);
   const std::size_t elem = dtype_size(dtype);
-  const std::size_t half = block_of(count, p, 0).count * elem;  // block 0 is the largest
-  std::byte* tmp = c.scratch.get(2 * half);
   const std::size_t step = c.chunk_elems(elem);
-  auto& recvs = c.list(0);
-  auto& ahead = c.list(1);
+  const std::size_t largest = block_of(count, p, 0).count;  // block 0 is the largest
+  const std::size_t slot = c.slot_bytes(largest, elem);
+  std::byte* slots = c.recv_slots(largest, elem);
+  auto& recvs = c.list(0);  // receive g of the whole scatter-reduce is recvs[g], in slot g % kRecvSlots
   auto& sends = c.list(2);
 
-  auto post_step_recvs = [&](int s, std::vector<Request>& out) {
-    c.post_recv(out, tmp + static_cast<std::size_t>(s & 1) * half, block_of(count, p, mod(r - 2 - s, p)).count, elem,
-                prev);
+  // The receive stream runs through the blocks of steps 0 .. p-2 in order; post_next posts its
+  // next chunk (called once per slot up front, then whenever a slot has been consumed).
+  int post_step = 0;
+  std::size_t post_off = 0;
+  auto post_next = [&] {
+    for (; post_step <= p - 2; ++post_step, post_off = 0) {
+      const std::size_t n = block_of(count, p, mod(r - 2 - post_step, p)).count;
+      if (post_off < n) {
+        const std::size_t m = std::min(step, n - post_off);
+        recvs.push_back(c.transport.irecv(slots + (recvs.size() % kRecvSlots) * slot, m * elem, prev, c.tag));
+        post_off += m;
+        return;
+      }
+    }
   };
-  post_step_recvs(0, recvs);
+  for (std::size_t i = 0; i < kRecvSlots; ++i) post_next();
   const Block first = block_of(count, p, mod(r - 1, p));
   c.post_send(sends, d + first.offset * elem, first.count, elem, next);
+  std::size_t g = 0;
   for (int s = 0; s <= p - 2; ++s) {
-    if (s + 1 <= p - 2) post_step_recvs(s + 1, ahead);  // keep one step of receives posted ahead
     const Block b = block_of(count, p, mod(r - 2 - s, p));
-    const std::byte* in = tmp + static_cast<std::size_t>(s & 1) * half;
-    std::vector<Request>* forward = s < p - 2 ? &sends : final_sends;
-    for (std::size_t i = 0; i < recvs.size(); ++i) {
-      c.wait(recvs[i]);
-      const std::size_t off = i * step, n = std::min(step, b.count - off);
+    const bool last = s == p - 2;
+    for (std::size_t off = 0; off < b.count; off += step, ++g) {
+      c.wait(recvs[g]);
+      const std::size_t n = std::min(step, b.count - off);
       std::byte* dst = d + (b.offset + off) * elem;
-      c.reduce(dst, in + off * elem, n, dtype);
-      if (forward != nullptr) forward->push_back(c.transport.isend(dst, n * elem, next, c.tag));
+      c.reduce(dst, slots + (g % kRecvSlots) * slot, n, dtype);
+      if (!last) {
+        sends.push_back(c.transport.isend(dst, n * elem, next, c.tag));
+      } else if (gather != nullptr) {
+        c.list(3).push_back(c.transport.isend(dst, n * elem, next, c.tag + kGatherTag));
+        if (gather->posted < gather->chunks0()) gather->post_step0(sends);
+      }
+      post_next();
     }
-    recvs.clear();
-    std::swap(recvs, ahead);
   }
+  recvs.clear();
   // The all-gather overwrites the blocks these sends read from.
   c.wait_all(sends);
 }
 
-// All-gather steps. With `send_own`, starts by sending this rank's block; otherwise the
-// scatter-reduce already did (list 3). Every receive goes straight into place, all posted at once
-// since each step fills a different block.
-void all_gather(Collective& c, std::byte* d, std::size_t count, std::size_t elem, bool send_own) {
+// All-gather steps: step s receives block (r-1-s) straight into place and forwards it. With
+// `send_own` (allgather alone) it starts by sending this rank's block; in an allreduce the
+// scatter-reduce already did and posted part of step 0's receives (`gather`).
+void all_gather(Collective& c, GatherPosts& gather, bool send_own) {
   const int p = c.size(), r = c.rank();
   const int next = mod(r + 1, p), prev = mod(r - 1, p);
-  const std::size_t step = c.chunk_elems(elem);
-  auto& recvs = c.list(0);
+  const std::size_t elem = gather.elem, step = c.chunk_elems(elem);
+  std::byte* d = gather.d;
+  auto& recvs = gather.recvs();
   auto& sends = c.list(3);
+  const int tag = c.tag + kGatherTag;
   if (send_own) {
-    const Block own = block_of(count, p, r);
-    c.post_send(sends, d + own.offset * elem, own.count, elem, next);
+    const Block own = block_of(gather.count, p, r);
+    for (std::size_t off = 0; off < own.count; off += step) {
+      sends.push_back(
+          c.transport.isend(d + (own.offset + off) * elem, std::min(step, own.count - off) * elem, next, tag));
+    }
   }
   for (int s = 0; s <= p - 2; ++s) {
-    const Block b = block_of(count, p, mod(r - 1 - s, p));
-    c.post_recv(recvs, d + b.offset * elem, b.count, elem, prev);
+    const Block b = block_of(gather.count, p, mod(r - 1 - s, p));
+    for (std::size_t off = s == 0 ? gather.posted * step : 0; off < b.count; off += step) {
+      recvs.push_back(c.transport.irecv(d + (b.offset + off) * elem, std::min(step, b.count - off) * elem, prev, tag));
+    }
   }
   std::size_t k = 0;
   for (int s = 0; s <= p - 2; ++s) {
-    const Block b = block_of(count, p, mod(r - 1 - s, p));
+    const Block b = block_of(gather.count, p, mod(r - 1 - s, p));
     for (std::size_t off = 0; off < b.count; off += step, ++k) {
       c.wait(recvs[k]);
       if (s < p - 2) {
         sends.push_back(
-            c.transport.isend(d + (b.offset + off) * elem, std::min(step, b.count - off) * elem, next, c.tag));
+            c.transport.isend(d + (b.offset + off) * elem, std::min(step, b.count - off) * elem, next, tag));
       }
     }
   }
@@ -88,9 +139,9 @@ void tally(std::uint64_t& messages, std::uint64_t& bytes, std::size_t n, std::si
 
 void ring_allreduce(Collective& c, void* data, std::size_t count, DType dtype) {
   if (c.size() == 1 || count == 0) return;
-  auto* d = static_cast<std::byte*>(data);
-  scatter_reduce(c, d, count, dtype, &c.list(3));
-  all_gather(c, d, count, dtype_size(dtype), false);
+  GatherPosts gather{c, static_cast<std::byte*>(data), count, dtype_size(dtype)};
+  scatter_reduce(c, gather.d, count, dtype, &gather);
+  all_gather(c, gather, false);
 }
 
 void ring_reduce_scatter(Collective& c, void* data, std::size_t count, DType dtype) {
@@ -100,7 +151,8 @@ void ring_reduce_scatter(Collective& c, void* data, std::size_t count, DType dty
 
 void ring_allgather(Collective& c, void* data, std::size_t count, std::size_t elem) {
   if (c.size() == 1 || count == 0) return;
-  all_gather(c, static_cast<std::byte*>(data), count, elem, true);
+  GatherPosts gather{c, static_cast<std::byte*>(data), count, elem};
+  all_gather(c, gather, true);
 }
 
 CommCost ring_reduce_scatter_cost(int p, int rank, std::size_t count, std::size_t elem, std::size_t chunk) {

@@ -10,8 +10,11 @@
 //      block, then the one it just received) and receives block (r-1-s) mod p.
 // Pipelining: blocks travel as chunks of at most chunk_bytes, and a chunk is forwarded as soon as
 // it is reduced (or, in the all-gather, received), so one step's transfer overlaps the next
-// step's and the scatter-reduce flows straight into the all-gather. Two block-sized scratch
-// halves hold incoming chunks (step s and s+1); the all-gather receives in place.
+// step's and the scatter-reduce flows straight into the all-gather: during the last scatter-reduce
+// step each finished chunk is sent at once, and the receive for the predecessor's matching chunk
+// is posted (the all-gather has its own tag for this), so it is pulled while still in cache.
+// Incoming chunks to reduce pass through a window of two chunk-sized scratch slots
+// (collective.h); the all-gather receives in place.
 //
 // Bytes each rank sends: 2(p-1)/p * n (every block but one in each phase); it receives the same
 // and reduces (p-1)/p * n. Messages per rank: 2(p-1) * ceil(n / (p * chunk)).

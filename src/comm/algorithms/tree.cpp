@@ -21,12 +21,11 @@ void tree_allreduce(Collective& c, void* data, std::size_t count, DType dtype) {
   const int p = c.size(), r = c.rank();
   if (p == 1 || count == 0) return;
   const std::size_t elem = dtype_size(dtype);
-  std::byte* tmp = c.scratch.get(count * elem);
   // Reduce: receive from children in increasing distance (their subtrees finish first), then
   // hand the partial sum to the parent.
   const int top = subtree_bit(r, p);
   for (int m = 1; m < top; m <<= 1) {
-    if (r + m < p) c.exchange_reduce(nullptr, 0, 0, data, tmp, count, r + m, dtype);
+    if (r + m < p) c.exchange_reduce(nullptr, 0, 0, data, count, r + m, dtype);
   }
   if (r != 0) {
     c.post_send(c.list(1), data, count, elem, r - top);

@@ -5,7 +5,7 @@
 namespace dtrain {
 
 const std::vector<std::string>& model_names() {
-  static const std::vector<std::string> names{"mlp", "lenet", "resnet20", "resnet32", "resnet56"};
+  static const std::vector<std::string> names{"mlp", "lenet", "resnet20", "resnet32", "resnet56", "resnet50"};
   return names;
 }
 
@@ -22,6 +22,7 @@ std::shared_ptr<Module> make_model(const std::string& name, const ModelInput& in
   if (name == "resnet20") return make_resnet(3, input, rng);
   if (name == "resnet32") return make_resnet(5, input, rng);
   if (name == "resnet56") return make_resnet(9, input, rng);
+  if (name == "resnet50") return make_resnet50(input, rng);
   throw InputError(fmt::format("unknown model '{}'; valid: {}", name, fmt::join(model_names(), ", ")));
 }
 

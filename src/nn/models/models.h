@@ -25,5 +25,7 @@ std::shared_ptr<Module> make_mlp(const ModelInput& input, Rng& rng);
 std::shared_ptr<Module> make_lenet(const ModelInput& input, Rng& rng);
 // CIFAR-style ResNet with 6n+2 layers (n = 3: ResNet-20).
 std::shared_ptr<Module> make_resnet(int n, const ModelInput& input, Rng& rng);
+// ImageNet ResNet-50 with bottleneck blocks, torchvision structure and names (resnet50.cpp).
+std::shared_ptr<Module> make_resnet50(const ModelInput& input, Rng& rng);
 
 }  // namespace dtrain

@@ -8,6 +8,7 @@
 // (see Policy below) the primitive runs in formats of its choosing, with reorders at the edges.
 #include <string>
 
+#include "tensor/kernels/geometry.h"
 #include "tensor/kernels/cpu/cpu_backend.h"
 #include "tensor/kernels/cpu/dnnl_util.h"
 
@@ -17,19 +18,6 @@ namespace {
 using cpu::CacheKey;
 using cpu::OpTag;
 using dnnl::memory;
-
-struct ConvDims {
-  std::int64_t N, C, H, W, O, KH, KW, OH, OW;
-};
-
-ConvDims conv_dims(const Shape& x, const Shape& w, const Conv2dGeometry& g) {
-  if (x.rank() != 4 || w.rank() != 4 || x[1] != w[1]) {
-    throw ShapeError(fmt::format("conv2d: input {} does not fit weight {} (need [N, C, H, W] and [O, C, KH, KW])", x,
-                                 w));
-  }
-  return {x[0], x[1], x[2], x[3], w[0], w[2], w[3], window_output_size(x[2], w[2], g.stride_h, g.pad_h, "conv2d"),
-          window_output_size(x[3], w[3], g.stride_w, g.pad_w, "conv2d")};
-}
 
 CacheKey conv_key(OpTag op, const ConvDims& d, const Conv2dGeometry& g, bool bias) {
   return {{static_cast<std::int64_t>(op), d.N, d.C, d.H, d.W, d.O, d.KH, d.KW, g.stride_h, g.stride_w, g.pad_h,

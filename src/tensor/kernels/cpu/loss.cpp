@@ -3,26 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tensor/kernels/geometry.h"
 #include "tensor/kernels/cpu/cpu_backend.h"
 
 namespace dtrain {
 namespace {
 
 constexpr std::int64_t kParallelMin = 1 << 15;  // elements
-
-void check_labels(const Tensor& logits, const Tensor& labels) {
-  if (logits.dim() != 2 || labels.dim() != 1 || labels.size(0) != logits.size(0) || labels.dtype() != DType::kI32) {
-    throw ShapeError(fmt::format("cross-entropy: logits {} and labels {} (need [N, K] and i32 [N])", logits.shape(),
-                                 labels.shape()));
-  }
-  const std::int32_t* l = labels.data<std::int32_t>();
-  for (std::int64_t n = 0; n < labels.numel(); ++n) {
-    if (l[n] < 0 || l[n] >= logits.size(1)) {
-      throw ShapeError(fmt::format("cross-entropy: label {} at position {} is outside [0, {})", l[n], n,
-                                   logits.size(1)));
-    }
-  }
-}
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 // the workspace's bytes; the reference backend's workspace is i32 argmax indices, so a backward
 // pass handed a workspace it does not recognise recomputes the forward pass. Average pooling
 // divides by the full window, padding included (pooling_avg_include_padding).
+#include "tensor/kernels/geometry.h"
 #include "tensor/kernels/cpu/cpu_backend.h"
 #include "tensor/kernels/cpu/dnnl_util.h"
 
@@ -12,20 +13,6 @@ namespace {
 using cpu::CacheKey;
 using cpu::OpTag;
 using dnnl::memory;
-
-struct PoolDims {
-  std::int64_t N, C, H, W, OH, OW;
-};
-
-PoolDims pool_dims(const Shape& x, const Pool2dGeometry& g) {
-  if (x.rank() != 4) throw ShapeError(fmt::format("pool2d: input must be [N, C, H, W], got {}", x));
-  if (g.pad_h * 2 > g.kernel_h || g.pad_w * 2 > g.kernel_w) {
-    throw ShapeError(fmt::format("pool2d: padding ({}, {}) must be at most half the kernel ({}, {})", g.pad_h, g.pad_w,
-                                 g.kernel_h, g.kernel_w));
-  }
-  return {x[0], x[1], x[2], x[3], window_output_size(x[2], g.kernel_h, g.stride_h, g.pad_h, "pool2d"),
-          window_output_size(x[3], g.kernel_w, g.stride_w, g.pad_w, "pool2d")};
-}
 
 CacheKey pool_key(OpTag op, const PoolDims& d, Layout layout, PoolKind kind, const Pool2dGeometry& g) {
   return {{static_cast<std::int64_t>(op), d.N, d.C, d.H, d.W, static_cast<std::int64_t>(layout),

@@ -1,5 +1,6 @@
 // Reference 2-D convolution (cross-correlation, as every framework defines it):
 // y[n,o,i,j] = b[o] + sum_{c,p,q} x[n, c, i*s_h - pad_h + p, j*s_w - pad_w + q] * w[o,c,p,q]
+#include "tensor/kernels/geometry.h"
 #include "tensor/kernels/reference/reference_backend.h"
 #include "tensor/kernels/reference/typed.h"
 
@@ -19,19 +20,6 @@ std::int64_t window_output_size(std::int64_t in, std::int64_t kernel, std::int64
 }
 
 namespace {
-
-struct ConvDims {
-  std::int64_t N, C, H, W, O, KH, KW, OH, OW;
-};
-
-ConvDims conv_dims(const Shape& x, const Shape& w, const Conv2dGeometry& g) {
-  if (x.rank() != 4 || w.rank() != 4 || x[1] != w[1]) {
-    throw ShapeError(fmt::format("conv2d: input {} does not fit weight {} (need [N, C, H, W] and [O, C, KH, KW])", x,
-                                 w));
-  }
-  return {x[0], x[1], x[2], x[3], w[0], w[2], w[3], window_output_size(x[2], w[2], g.stride_h, g.pad_h, "conv2d"),
-          window_output_size(x[3], w[3], g.stride_w, g.pad_w, "conv2d")};
-}
 
 // Calls f(n, o, c, i, j, p, q, ih, iw) for every tap that falls inside the input.
 template <typename F>

@@ -2,28 +2,11 @@
 // with m = max(z). Loss is the mean over the batch of -log softmax(z)_label.
 #include <cmath>
 
+#include "tensor/kernels/geometry.h"
 #include "tensor/kernels/reference/reference_backend.h"
 #include "tensor/kernels/reference/typed.h"
 
 namespace dtrain {
-namespace {
-
-void check_labels(const Tensor& logits, const Tensor& labels) {
-  if (logits.dim() != 2 || labels.dim() != 1 || labels.size(0) != logits.size(0) || labels.dtype() != DType::kI32) {
-    throw ShapeError(fmt::format("cross-entropy: logits {} and labels {} (need [N, K] and i32 [N])", logits.shape(),
-                                 labels.shape()));
-  }
-  const std::int32_t* l = labels.data<std::int32_t>();
-  for (std::int64_t n = 0; n < labels.numel(); ++n) {
-    if (l[n] < 0 || l[n] >= logits.size(1)) {
-      throw ShapeError(fmt::format("cross-entropy: label {} at position {} is outside [0, {})", l[n], n,
-                                   logits.size(1)));
-    }
-  }
-}
-
-}  // namespace
-
 Tensor ReferenceBackend::softmax_cross_entropy_forward(const Tensor& logits, const Tensor& labels, Tensor& probs) {
   check_labels(logits, labels);
   const std::int64_t N = logits.size(0), K = logits.size(1);

@@ -2,29 +2,12 @@
 // window's first maximum; average pooling divides by the full window, padding included.
 #include <limits>
 
+#include "tensor/kernels/geometry.h"
 #include "tensor/kernels/reference/reference_backend.h"
 #include "tensor/kernels/reference/typed.h"
 #include "tensor/layout.h"
 
 namespace dtrain {
-namespace {
-
-struct PoolDims {
-  std::int64_t N, C, H, W, OH, OW;
-};
-
-PoolDims pool_dims(const Shape& x, const Pool2dGeometry& g) {
-  if (x.rank() != 4) throw ShapeError(fmt::format("pool2d: input must be [N, C, H, W], got {}", x));
-  if (g.pad_h * 2 > g.kernel_h || g.pad_w * 2 > g.kernel_w) {
-    throw ShapeError(fmt::format("pool2d: padding ({}, {}) must be at most half the kernel ({}, {})", g.pad_h, g.pad_w,
-                                 g.kernel_h, g.kernel_w));
-  }
-  return {x[0], x[1], x[2], x[3], window_output_size(x[2], g.kernel_h, g.stride_h, g.pad_h, "pool2d"),
-          window_output_size(x[3], g.kernel_w, g.stride_w, g.pad_w, "pool2d")};
-}
-
-}  // namespace
-
 PoolForward ReferenceBackend::pool2d_forward(const Tensor& x_in, PoolKind kind, const Pool2dGeometry& g) {
   const Tensor x = ref::plain(x_in);
   const PoolDims d = pool_dims(x.shape(), g);

@@ -1,0 +1,246 @@
+// `dtrain bench allreduce`: time, algbw and busbw of every allreduce algorithm, with
+// MPI_Allreduce measured in the same run, for message sizes 1 KiB .. 64 MiB (comm/benchmark.h
+// does the measuring). Under mpirun it uses the MPI transport; started alone it runs --ranks
+// ranks as threads of this process (the local backend), which has no MPI baseline.
+//
+// --chunk-kb may list several pipeline chunk sizes; each size is then measured with every one,
+// interleaved, which is how the default chunk is checked against the transport at hand. After the
+// table it prints one `best` line per size: the fastest of dtrain's own algorithms (and chunk)
+// against MPI_Allreduce, the ratio the project's target is stated in.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <memory>
+
+#include "apps/dtrain/commands.h"
+#include "comm/benchmark.h"
+#include "comm/local_transport.h"
+#include "core/error.h"
+
+#if DTRAIN_HAVE_MPI
+#include "comm/mpi/mpi_transport.h"
+#endif
+
+namespace dtrain::cli {
+namespace {
+
+struct BenchAllreduceOptions {
+  std::string min_size = "1K";
+  std::string max_size = "64M";
+  std::size_t factor = 4;
+  std::string dtype = "f32";
+  std::string algorithms;  // comma separated; empty: all
+  int repeats = 3;
+  int iterations = 0;
+  int warmup = 3;
+  std::string chunk_kb = std::to_string(comm::kDefaultChunkBytes >> 10);  // comma-separated list
+  double timeout = 300;
+  int ranks = 2;  // local backend only
+};
+
+// "65536", "64K", "64KiB", "4M", "1G" (binary multiples) -> bytes.
+std::size_t parse_size(const std::string& text) {
+  std::size_t pos = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  std::string unit;
+  for (std::size_t i = pos; i < text.size(); ++i) unit += static_cast<char>(std::toupper(text[i]));
+  if (unit == "B" || unit.empty()) unit = "";
+  static const std::map<std::string, int> shifts{{"", 0},   {"K", 10},   {"KB", 10}, {"KIB", 10}, {"M", 20},
+                                                 {"MB", 20}, {"MIB", 20}, {"G", 30},  {"GB", 30},  {"GIB", 30}};
+  const auto it = shifts.find(unit);
+  if (pos == 0 || it == shifts.end()) {
+    throw InputError(fmt::format("bad size '{}': expected a number of bytes with an optional K, M or G", text));
+  }
+  return static_cast<std::size_t>(value) << it->second;
+}
+
+std::vector<comm::Algorithm> parse_algorithms(const std::string& list) {
+  std::vector<comm::Algorithm> out;
+  for (std::size_t start = 0; start < list.size();) {
+    const std::size_t end = std::min(list.find(',', start), list.size());
+    if (end > start) out.push_back(comm::parse_algorithm(list.substr(start, end - start)));
+    start = end + 1;
+  }
+  if (std::find(out.begin(), out.end(), comm::Algorithm::kAuto) != out.end()) {
+    throw InputError("--algorithms lists concrete algorithms; 'auto' is one of them at every size");
+  }
+  return out;
+}
+
+struct Measured {
+  comm::Algorithm algorithm;
+  std::size_t chunk_bytes;  // 0 for MPI_Allreduce (not chunked by dtrain)
+  std::size_t bytes;
+  int iterations;
+  double seconds;  // median over rounds
+};
+
+// Runs on every rank with one communicator per chunk size (all over the same transport). For
+// each size, round after round: every algorithm at every chunk size, MPI_Allreduce once (it
+// ignores the chunk size), so that noise on a shared machine hits all of them alike.
+std::vector<Measured> measure(std::vector<std::unique_ptr<comm::Communicator>>& comms, comm::BenchOptions bench,
+                              std::size_t max_bytes, int repeats) {
+  std::vector<comm::Algorithm> own = bench.algorithms, first = bench.algorithms;
+  if (own.empty()) {
+    for (comm::Algorithm a : comm::all_algorithms()) {
+      if (a != comm::Algorithm::kMpi) own.push_back(a);
+    }
+    first = own;
+    if (comms[0]->transport().has_native_allreduce()) first.push_back(comm::Algorithm::kMpi);
+  }
+  std::erase(own, comm::Algorithm::kMpi);
+  std::vector<Measured> out;
+  for (std::size_t bytes = bench.min_bytes; bytes <= max_bytes; bytes *= bench.factor) {
+    std::map<std::pair<comm::Algorithm, std::size_t>, std::vector<double>> times;
+    int iterations = 0;
+    for (int rep = 0; rep < repeats; ++rep) {
+      for (std::size_t k = 0; k < comms.size(); ++k) {
+        bench.min_bytes = bench.max_bytes = bytes;
+        bench.algorithms = k == 0 ? first : own;
+        if (bench.algorithms.empty()) continue;
+        for (const comm::BenchRow& r : comm::benchmark_allreduce(*comms[k], bench)) {
+          const std::size_t chunk = r.algorithm == comm::Algorithm::kMpi ? 0 : comms[k]->options().chunk_bytes;
+          times[{r.algorithm, chunk}].push_back(r.seconds);
+          iterations = r.iterations;
+        }
+      }
+    }
+    for (auto& [key, t] : times) {
+      std::sort(t.begin(), t.end());
+      out.push_back({key.first, key.second, bytes, iterations, t[t.size() / 2]});
+    }
+  }
+  return out;
+}
+
+void print_table(const std::vector<Measured>& rows, int p, const std::string& transport, DType dtype, int repeats) {
+  const double bus = 2.0 * (p - 1) / p;  // as nccl-tests: 0 for one rank, where nothing moves
+  fmt::print("# allreduce benchmark: np={} transport={} dtype={} repeats={} (median round)\n", p, transport,
+             dtype_name(dtype), repeats);
+  fmt::print("# {:>10} {:>10} {:>8} {:>12} {:>9} {:>9} {:>6}\n", "bytes", "algorithm", "chunk_kb", "time_us", "algbw",
+             "busbw", "iters");
+  for (const Measured& r : rows) {
+    const double algbw = static_cast<double>(r.bytes) / r.seconds / 1e9;
+    fmt::print("  {:>10} {:>10} {:>8} {:>12.1f} {:>9.3f} {:>9.3f} {:>6}\n", r.bytes, comm::algorithm_name(r.algorithm),
+               r.chunk_bytes ? std::to_string(r.chunk_bytes >> 10) : "-", r.seconds * 1e6, algbw, algbw * bus,
+               r.iterations);
+  }
+  // Per size: dtrain's fastest algorithm (and chunk size) against MPI_Allreduce.
+  std::map<std::size_t, const Measured*> best, mpi;
+  for (const Measured& r : rows) {
+    if (r.algorithm == comm::Algorithm::kMpi) {
+      mpi[r.bytes] = &r;
+    } else if (!best.contains(r.bytes) || r.seconds < best[r.bytes]->seconds) {
+      best[r.bytes] = &r;
+    }
+  }
+  fmt::print("# dtrain's best algorithm per size (ratio = best busbw / MPI_Allreduce busbw)\n");
+  for (const auto& [bytes, b] : best) {
+    fmt::print("best bytes={} algorithm={} chunk_kb={} time_us={:.1f} busbw={:.3f}", bytes,
+               comm::algorithm_name(b->algorithm), b->chunk_bytes >> 10, b->seconds * 1e6,
+               static_cast<double>(bytes) / b->seconds / 1e9 * bus);
+    if (mpi.contains(bytes)) {
+      const Measured& m = *mpi[bytes];
+      fmt::print(" mpi_time_us={:.1f} mpi_busbw={:.3f} ratio={:.3f}", m.seconds * 1e6,
+                 static_cast<double>(bytes) / m.seconds / 1e9 * bus, m.seconds / b->seconds);
+    }
+    fmt::print("\n");
+  }
+  std::fflush(stdout);
+}
+
+std::vector<std::size_t> parse_chunks(const std::string& list) {
+  std::vector<std::size_t> out;
+  for (std::size_t start = 0; start < list.size();) {
+    const std::size_t end = std::min(list.find(',', start), list.size());
+    double kb = 0;
+    try {
+      kb = std::stod(list.substr(start, end - start));
+    } catch (const std::exception&) {
+      kb = 0;
+    }
+    if (!(kb >= 1)) throw InputError(fmt::format("--chunk-kb takes numbers >= 1 separated by commas, got '{}'", list));
+    out.push_back(static_cast<std::size_t>(kb * 1024));
+    start = end + 1;
+  }
+  if (out.empty()) throw InputError("--chunk-kb needs at least one value");
+  return out;
+}
+
+int bench_allreduce(const BenchAllreduceOptions& o) {
+  comm::BenchOptions bench;
+  bench.min_bytes = parse_size(o.min_size);
+  const std::size_t max_bytes = parse_size(o.max_size);
+  bench.factor = o.factor;
+  bench.dtype = parse_dtype(o.dtype);
+  if (bench.dtype != DType::kF32 && bench.dtype != DType::kF16 && bench.dtype != DType::kBF16) {
+    throw InputError(fmt::format("--dtype must be f32, f16 or bf16, got '{}'", o.dtype));
+  }
+  if (bench.min_bytes < dtype_size(bench.dtype) || max_bytes < bench.min_bytes) {
+    throw InputError(fmt::format("need {} <= --min-bytes <= --max-bytes", dtype_size(bench.dtype)));
+  }
+  bench.algorithms = parse_algorithms(o.algorithms);
+  bench.iterations = o.iterations;
+  bench.warmup = o.warmup;
+  bench.out = nullptr;
+  const std::vector<std::size_t> chunks = parse_chunks(o.chunk_kb);
+
+  // One communicator per chunk size over the same transport.
+  auto body = [&](comm::Transport& t) {
+    std::vector<std::unique_ptr<comm::Communicator>> comms;
+    for (std::size_t c : chunks) comms.push_back(std::make_unique<comm::Communicator>(t, comm::CommOptions{o.timeout, c}));
+    const auto rows = measure(comms, bench, max_bytes, o.repeats);
+    if (t.rank() == 0) print_table(rows, t.size(), std::string(t.name()), bench.dtype, o.repeats);
+  };
+#if DTRAIN_HAVE_MPI
+  if (comm::mpi_launched()) {
+    body(*comm::make_mpi_transport());
+    return 0;
+  }
+#endif
+  comm::run_local_transports(o.ranks, body);
+  return 0;
+}
+
+}  // namespace
+
+Action register_bench_allreduce(CLI::App& bench) {
+  auto o = std::make_shared<BenchAllreduceOptions>();
+  CLI::App* a = bench.add_subcommand(
+      "allreduce",
+      "Allreduce time, algbw and busbw (= algbw * 2(p-1)/p) per size for every algorithm and MPI_Allreduce "
+      "(run under mpirun; alone: --ranks threads of one process)");
+  a->add_option("--min-bytes", o->min_size, "Smallest message (bytes; K, M, G suffixes)")->capture_default_str();
+  a->add_option("--max-bytes", o->max_size, "Largest message")->capture_default_str();
+  a->add_option("--factor", o->factor, "Size step factor")->capture_default_str()->check(CLI::Range(2, 1 << 20));
+  a->add_option("--dtype", o->dtype, "Element type on the wire: f32, f16 or bf16")->capture_default_str();
+  a->add_option("--algorithms", o->algorithms,
+                "Comma-separated subset of ring, tree, butterfly, onetoall, mpi (default: all)");
+  a->add_option("--repeats", o->repeats, "Interleaved rounds per size; the median round is reported")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  a->add_option("--iterations", o->iterations, "Timed calls per round (0: 200 below 1 MiB, 20 below 16 MiB, 5 above)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  a->add_option("--warmup", o->warmup, "Untimed calls before each round")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  a->add_option("--chunk-kb", o->chunk_kb,
+                "Largest point-to-point message of the pipelined algorithms, KiB; a comma-separated list measures "
+                "each (interleaved)")
+      ->capture_default_str();
+  a->add_option("--timeout", o->timeout, "Seconds a collective may wait for a peer (0: forever)")->capture_default_str();
+  a->add_option("--ranks", o->ranks, "Without mpirun: ranks as threads of this process")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  return [a, o]() { return a->parsed() ? bench_allreduce(*o) : -1; };
+}
+
+}  // namespace dtrain::cli

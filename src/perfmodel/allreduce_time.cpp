@@ -1,0 +1,86 @@
+#include "perfmodel/allreduce_time.h"
+
+#include <algorithm>
+#include <bit>
+#include <set>
+
+#include "core/error.h"
+
+namespace dtrain::perf {
+namespace {
+
+comm::AlphaBetaGamma abg(const LinkProfile& link, const DeviceProfile& device, int flows) {
+  return {link.latency.value, static_cast<double>(flows) / link.bandwidth.value, 1.0 / device.reduce.value};
+}
+
+AllreduceTime time_on(comm::Algorithm a, int p, std::size_t count, DType dtype, comm::AlphaBetaGamma m,
+                      std::size_t chunk) {
+  AllreduceTime t;
+  t.seconds = slowest_rank_seconds(a, p, count, dtype, m, chunk);
+  t.latency = slowest_rank_seconds(a, p, count, dtype, {m.alpha, 0, 0}, chunk);
+  return t;
+}
+
+}  // namespace
+
+int nic_flows(comm::Algorithm a, int per_node) { return a == comm::Algorithm::kButterfly ? per_node : 1; }
+
+double slowest_rank_seconds(comm::Algorithm a, int p, std::size_t count, DType dtype, const comm::AlphaBetaGamma& m,
+                            std::size_t chunk) {
+  if (p <= 64) return comm::predict_allreduce_seconds(a, p, count, dtype, m, chunk);
+  // Ranks whose counts can differ: the ends and the middle; around count % p (ring blocks one
+  // element longer); around the butterfly's fold (2e, e = p - q) and its larger-block boundary in
+  // the renumbered ranks (count % q); rank 0's subtree in the tree.
+  const int q = static_cast<int>(std::bit_floor(static_cast<unsigned>(p)));
+  const int e = p - q;
+  const int long_blocks = static_cast<int>(count % static_cast<std::size_t>(p));
+  const int long_q = static_cast<int>(count % static_cast<std::size_t>(q));
+  const int folded = long_q < e ? 2 * long_q + 1 : long_q + e;
+  std::set<int> ranks;
+  for (int c : {0, 1, p / 2, p - 1, long_blocks, 2 * e, folded, q / 2, q}) {
+    for (int d = -2; d <= 2; ++d) {
+      if (c + d >= 0 && c + d < p) ranks.insert(c + d);
+    }
+  }
+  double worst = 0;
+  for (int r : ranks)
+    worst = std::max(worst, comm::predict_seconds(comm::allreduce_cost(a, p, r, count, dtype, chunk), m));
+  return worst;
+}
+
+AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const Profile& profile) {
+  const int p = plan.workers;
+  DT_CHECK(p >= 1, "workers {}", p);
+  if (p == 1 || count == 0) return {};
+  const int k = std::max(1, profile.node.accelerators);
+  const DeviceProfile& dev = profile.device;
+  if (p <= k)
+    return time_on(plan.algorithm, p, count, plan.dtype, abg(profile.node.intra_link, dev, 1), plan.chunk_bytes);
+  if (!profile.network) {
+    throw InputError(
+        fmt::format("{} workers need {} nodes of {} accelerator(s), but the profile '{}' has no network; "
+                    "add one, e.g. --profile {}+ib-edr",
+                    p, (p + k - 1) / k, k, profile.name, profile.name));
+  }
+  const LinkProfile& net = *profile.network;
+  if (!plan.hierarchical) {
+    comm::Algorithm a = plan.algorithm;
+    if (a == comm::Algorithm::kAuto) a = comm::choose_algorithm(p, count * dtype_size(plan.dtype));
+    comm::AlphaBetaGamma m = abg(net, dev, nic_flows(a, k));
+    m.alpha = std::max(m.alpha, profile.node.intra_link.latency.value);
+    return time_on(plan.algorithm, p, count, plan.dtype, m, plan.chunk_bytes);
+  }
+  const int nodes = (p + k - 1) / k;
+  // Within the node: a ring's reduce-scatter then, after the inter-node step, its all-gather.
+  AllreduceTime t =
+      time_on(comm::Algorithm::kRing, k, count, plan.dtype, abg(profile.node.intra_link, dev, 1), plan.chunk_bytes);
+  // Across nodes: each of a node's k ranks allreduces its 1/k share with its peers on the other
+  // nodes, the k of them sharing the node's network link.
+  const std::size_t share = (count + static_cast<std::size_t>(k) - 1) / static_cast<std::size_t>(k);
+  const AllreduceTime across = time_on(plan.algorithm, nodes, share, plan.dtype, abg(net, dev, k), plan.chunk_bytes);
+  t.seconds += across.seconds;
+  t.latency += across.latency;
+  return t;
+}
+
+}  // namespace dtrain::perf

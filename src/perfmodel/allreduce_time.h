@@ -1,0 +1,54 @@
+// Seconds of one allreduce on a profile's machine: the exact per-rank counts of the algorithm's
+// own cost function (comm::allreduce_cost, checked against an instrumented transport in
+// tests/comm) charged with the alpha, beta and gamma of the links the ranks use.
+//
+// Ranks are placed node-major (ranks 0..k-1 on the first node of k accelerators, and so on).
+//   - All ranks in one node: the intra-node link.
+//   - Flat (what dtrain's collectives do today): one algorithm over all p ranks. Every step
+//     waits for its slowest message, so once the ranks span nodes the network's latency and
+//     bandwidth bound the whole collective (steps that stay inside a node are charged at the
+//     network's rate too: an upper bound). Where several ranks of a node send across nodes in
+//     the same step they share the node's network link, dividing its bandwidth (nic_flows).
+//   - Hierarchical (as NCCL and Goyal et al. 2017 do; a model option, not yet in dtrain's
+//     code): a ring allreduce inside each node on the intra-node link (its reduce-scatter and
+//     all-gather phases), and between them the chosen algorithm over the nodes on each rank's
+//     1/k share of the data, the k shares of a node crossing its network link side by side.
+#pragma once
+
+#include <cstddef>
+
+#include "comm/algorithm.h"
+#include "perfmodel/profile.h"
+#include "tensor/dtype.h"
+
+namespace dtrain::perf {
+
+struct AllreducePlan {
+  comm::Algorithm algorithm = comm::Algorithm::kRing;
+  int workers = 1;
+  bool hierarchical = false;
+  DType dtype = DType::kF32;
+  std::size_t chunk_bytes = comm::kDefaultChunkBytes;
+};
+
+struct AllreduceTime {
+  double seconds = 0;
+  double latency = 0;  // the part charged to alpha (rounds * alpha)
+};
+
+AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const Profile& profile);
+
+// How many of a node's k ranks send across the node boundary in the same step, for a flat
+// algorithm over more than one node with node-major ranks: ring 1 (one ring edge leaves each
+// node), tree 1 (the cross-node edges of a binomial tree join multiples of k), one-to-all 1 (the
+// root's link carries everything), butterfly k (every rank exchanges with a partner in another
+// node at distances >= k), mpi 1 (its estimate is a ring above 10 KiB).
+int nic_flows(comm::Algorithm a, int per_node);
+
+// comm::predict_allreduce_seconds (the slowest rank), evaluated on every rank up to 64 ranks and
+// on the ranks whose role differs beyond that (the ends, the middle, both sides of the
+// larger-block boundary and of the butterfly's fold); tests check it equals the full scan.
+double slowest_rank_seconds(comm::Algorithm a, int p, std::size_t count, DType dtype,
+                            const comm::AlphaBetaGamma& machine, std::size_t chunk_bytes);
+
+}  // namespace dtrain::perf

@@ -1,0 +1,62 @@
+#include "perfmodel/parameter_server.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace dtrain::perf {
+
+const char* sync_name(Sync s) {
+  switch (s) {
+    case Sync::kBsp:
+      return "bsp";
+    case Sync::kSsp:
+      return "ssp";
+    case Sync::kAsp:
+      return "asp";
+  }
+  return "?";
+}
+
+Sync parse_sync(const std::string& name) {
+  for (Sync s : {Sync::kBsp, Sync::kSsp, Sync::kAsp}) {
+    if (name == sync_name(s)) return s;
+  }
+  throw InputError(
+      fmt::format("unknown --sync '{}'; valid: bsp (synchronous), ssp (bounded staleness), asp "
+                  "(asynchronous)",
+                  name));
+}
+
+ServerTime parameter_server_time(const ServerPlan& plan, std::int64_t params, double compute, const Profile& profile) {
+  if (plan.workers < 1) throw InputError(fmt::format("workers must be >= 1, got {}", plan.workers));
+  if (plan.servers < 1) throw InputError(fmt::format("--servers must be >= 1, got {}", plan.servers));
+  const LinkProfile& link = profile.network ? *profile.network : profile.node.intra_link;
+  const double alpha = link.latency.value, beta = 1.0 / link.bandwidth.value;
+  const double w = plan.workers, k = plan.servers;
+  const double sharing = std::min<double>(profile.node.accelerators, w);
+  const double n = static_cast<double>(params) * static_cast<double>(dtype_size(plan.dtype));
+  const double update_per_gradient = static_cast<double>(params) / k / profile.device.update.value;
+
+  const double worker_send = k * alpha + sharing * n * beta;
+  ServerTime t;
+  if (plan.sync == Sync::kBsp) {
+    const double server_send = w * (alpha + n / k * beta);
+    t.push = t.pull = std::max(worker_send, server_send);
+    t.server_update = w * update_per_gradient;
+    t.step = compute + t.push + t.server_update + t.pull;
+  } else {
+    t.push = t.pull = worker_send;
+    const double worker_period = compute + 2 * worker_send;
+    const double per_update = 2 * (alpha + n / k * beta) + update_per_gradient;
+    t.server_update = w * update_per_gradient;
+    t.servers_bound = w * per_update > worker_period;
+    t.step = std::max(worker_period, w * per_update);
+  }
+  t.exposed = t.step - compute;
+  return t;
+}
+
+}  // namespace dtrain::perf

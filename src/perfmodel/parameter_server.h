@@ -1,0 +1,50 @@
+// The parameter-server totals of Hashemi et al. 2016 ("Performance Modeling of Distributed Deep
+// Neural Networks"), for W workers and K server shards each holding 1/K of the parameters. The
+// servers sit on their own nodes behind the network (the intra-node link on a machine without
+// one); a worker's node link is shared by the node's k workers.
+//   T_send (one direction) = max(worker side: K alpha + f n beta,  server side: W (alpha + (n/K) beta))
+//     with n the gradient bytes per worker and f = min(k, W) workers sharing a node's link;
+//   server update per worker gradient: c_u * P / K (c_u = 1 / the device's update rate, P parameters).
+// BSP (synchronous): every step waits for all pushes, the updates and all pulls:
+//   step = compute + 2 T_send + W c_u P / K.
+// ASP (asynchronous) and SSP (bounded staleness): workers never wait for each other, so the
+// throughput is bounded by the slower of the workers and the servers:
+//   worker period  = compute + 2 (K alpha + f n beta),
+//   server time per worker update = 2 (alpha + (n/K) beta) + c_u P / K,
+//   seconds per W worker steps = max(worker period, W * server time per update).
+// The model has no stragglers (every worker takes the same time), so SSP's staleness bound never
+// binds and SSP predicts as ASP.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "perfmodel/profile.h"
+#include "tensor/dtype.h"
+
+namespace dtrain::perf {
+
+enum class Sync : std::uint8_t { kBsp, kSsp, kAsp };
+const char* sync_name(Sync s);
+// "bsp", "ssp", "asp"; throws InputError listing them.
+Sync parse_sync(const std::string& name);
+
+struct ServerPlan {
+  int workers = 1;
+  int servers = 1;
+  Sync sync = Sync::kBsp;
+  DType dtype = DType::kF32;
+};
+
+struct ServerTime {
+  double push = 0, pull = 0;   // T_send each way (BSP: the slower side; ASP: the worker's side)
+  double server_update = 0;    // server seconds per global step of W worker batches
+  double step = 0;             // seconds per global step (W worker batches), compute included
+  double exposed = 0;          // step - compute: what the workers wait
+  bool servers_bound = false;  // ASP/SSP: the servers, not the workers, set the throughput
+};
+
+ServerTime parameter_server_time(const ServerPlan& plan, std::int64_t params, double worker_compute,
+                                 const Profile& profile);
+
+}  // namespace dtrain::perf

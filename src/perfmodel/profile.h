@@ -1,0 +1,103 @@
+// Hardware profiles: the machine constants the performance model divides work by. One schema
+// (docs/perfmodel.md, "Profile schema", version 1) serves the spec-sheet profiles in profiles/ and
+// the measured ones `dtrain calibrate` will write. Every number carries its source.
+//
+// A profile has three parts:
+//   device   compute rate per layer kind (FLOP/s), memory read and write bandwidth, optimizer
+//            update rate (parameters/s) and reduction rate (bytes/s, the gamma term);
+//   node     accelerators per node, the link between them, the node's disk read bandwidth;
+//   network  the link between nodes (absent: a single-node machine).
+// A link is a latency (alpha, seconds per message) and a bandwidth per direction (1 / beta).
+#pragma once
+
+#include <array>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dtrain::perf {
+
+// A rate or latency and where it comes from. Spec-sheet values may be written as a peak times a
+// fixed efficiency; `peak` and `efficiency` keep both so the derivation can be printed.
+struct Quantity {
+  double value = 0;
+  double peak = 0;        // 0 when given directly as "value"
+  double efficiency = 0;  // 0 when given directly as "value"
+  std::string source;
+};
+
+// The layer kinds a device has a compute rate for; every LayerSummary::kind maps to one.
+inline constexpr std::array<std::string_view, 5> kComputeKinds = {"conv2d", "linear", "batch_norm", "pooling",
+                                                                  "elementwise"};
+// conv2d, linear and batch_norm map to themselves, max/avg/global pooling to pooling, and every
+// other layer (relu, dropout, flatten, ...) to elementwise.
+std::size_t compute_kind_index(std::string_view layer_kind);
+
+struct LinkProfile {
+  std::string name;
+  Quantity latency;    // seconds per message (alpha)
+  Quantity bandwidth;  // bytes per second per direction (1 / beta)
+};
+
+struct DeviceProfile {
+  std::string name;
+  std::string nvlink;                                  // the NVLink generation of the device ("nvlink1"), "" for none
+  std::array<Quantity, kComputeKinds.size()> compute;  // FLOP/s, indexed like kComputeKinds
+  Quantity memory_read, memory_write;                  // bytes/s
+  Quantity update;                                     // parameters/s of the optimizer step
+  Quantity reduce;                                     // bytes/s added into a buffer (1 / gamma)
+};
+
+struct NodeProfile {
+  int accelerators = 1;
+  LinkProfile intra_link;
+  Quantity disk_read;  // bytes/s for the whole node
+};
+
+struct Profile {
+  std::string name;  // the --profile text or the file's "name"
+  std::string description;
+  DeviceProfile device;
+  NodeProfile node;
+  std::optional<LinkProfile> network;
+};
+
+// The schema version this build reads and writes.
+inline constexpr int kProfileSchemaVersion = 1;
+
+// One file of the schema: any of the parts, or a lone "link" (an intra-node link or a network,
+// by where it is used). `origin` names the file in errors.
+struct ProfileFragment {
+  std::string name, description;
+  std::optional<DeviceProfile> device;
+  std::optional<NodeProfile> node;
+  std::optional<LinkProfile> network;
+  std::optional<LinkProfile> link;
+};
+// Throws DataError naming the file, the field and the valid fields for a missing, unknown,
+// mistyped, negative or zero value.
+ProfileFragment parse_profile_fragment(const nlohmann::json& j, const std::string& origin);
+ProfileFragment read_profile_file(const std::string& path);
+// A complete profile in the schema (what `dtrain calibrate` writes); round-trips through
+// parse_profile_fragment.
+nlohmann::json profile_to_json(const Profile& p);
+
+// Resolves a --profile value: terms joined by '+', each a path to a JSON file (contains '/' or
+// ends in .json) or a built-in name from the profiles/ folder:
+//   DEVICE             a device with its default node (one accelerator): p100, v100, ...
+//   KxDEVICE[-LINK]    K devices per node joined by LINK (nvlink = the device's own generation)
+//   NETWORK            the link between nodes: ib-fdr, eth-50g, ...
+// Later terms replace the parts earlier ones set. Throws InputError listing the valid names.
+Profile load_profile(const std::string& spec);
+
+// The folder of built-in profiles: $DTRAIN_PROFILES, else the first `profiles` folder (with
+// devices/ and links/) found next to the executable or above it, or in ../share/dtrain.
+// Throws InputError saying how to point dtrain at it.
+std::string profile_library_dir();
+struct ProfileNames {
+  std::vector<std::string> devices, links, networks;
+};
+ProfileNames builtin_profile_names();
+
+}  // namespace dtrain::perf

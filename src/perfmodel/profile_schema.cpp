@@ -1,0 +1,212 @@
+// Reading and writing the profile schema (docs/perfmodel.md, "Profile schema"). Strict: every
+// object's fields are checked against the schema, so a typo ("bandwith") is an error naming the
+// valid fields rather than a silently missing constant.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "core/error.h"
+#include "perfmodel/profile.h"
+
+namespace dtrain::perf {
+namespace {
+
+using nlohmann::json;
+
+class Reader {
+ public:
+  explicit Reader(std::string origin) : origin_(std::move(origin)) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw DataError(fmt::format("profile {}: {} (the schema: docs/perfmodel.md, \"Profile schema\")", origin_, what));
+  }
+
+  // `j` must be an object with every required field and no field outside required + optional.
+  void fields(const json& j, const std::string& where, const std::vector<std::string>& required,
+              const std::vector<std::string>& optional = {}) const {
+    if (!j.is_object()) fail(fmt::format("'{}' must be an object, got {}", where, j.dump()));
+    std::vector<std::string> valid = required;
+    valid.insert(valid.end(), optional.begin(), optional.end());
+    const std::set<std::string> known(valid.begin(), valid.end());
+    for (const auto& [key, value] : j.items()) {
+      if (known.count(key) == 0) {
+        fail(fmt::format("unknown field '{}{}'; valid fields{}: {}", where.empty() ? "" : where + ".", key,
+                         where.empty() ? "" : " of '" + where + "'", fmt::join(valid, ", ")));
+      }
+    }
+    std::vector<std::string> missing;
+    for (const std::string& r : required) {
+      if (!j.contains(r)) missing.push_back(r);
+    }
+    if (!missing.empty()) {
+      fail(fmt::format("'{}' is missing {}; required: {}", where.empty() ? "(top level)" : where,
+                       fmt::join(missing, ", "), fmt::join(required, ", ")));
+    }
+  }
+
+  std::string text(const json& j, const std::string& where) const {
+    if (!j.is_string()) fail(fmt::format("'{}' must be a string, got {}", where, j.dump()));
+    return j.get<std::string>();
+  }
+
+  double number(const json& j, const std::string& where, bool zero_ok, const char* unit) const {
+    if (!j.is_number()) fail(fmt::format("'{}' must be a number ({}), got {}", where, unit, j.dump()));
+    const double v = j.get<double>();
+    if (!std::isfinite(v) || v < 0 || (!zero_ok && v == 0)) {
+      fail(fmt::format("'{}' is {}; it must be {} ({})", where, j.dump(), zero_ok ? ">= 0" : "> 0", unit));
+    }
+    return v;
+  }
+
+  // {"value": v, "source": s} or {"peak": p, "efficiency": e, "source": s} with 0 < e <= 1.
+  Quantity quantity(const json& j, const std::string& where, bool zero_ok, const char* unit) const {
+    Quantity q;
+    if (j.is_object() && j.contains("peak")) {
+      fields(j, where, {"peak", "efficiency", "source"});
+      q.peak = number(j["peak"], where + ".peak", false, unit);
+      q.efficiency = number(j["efficiency"], where + ".efficiency", false, "a fraction of the peak");
+      if (q.efficiency > 1) fail(fmt::format("'{}.efficiency' is {}; it must be in (0, 1]", where, q.efficiency));
+      q.value = q.peak * q.efficiency;
+    } else {
+      if (j.is_object() && !j.contains("value") && !j.contains("peak")) {
+        fail(fmt::format("'{}' needs either 'value' or 'peak' and 'efficiency' (and 'source')", where));
+      }
+      fields(j, where, {"value", "source"});
+      q.value = number(j["value"], where + ".value", zero_ok, unit);
+    }
+    q.source = text(j["source"], where + ".source");
+    if (q.source.empty()) fail(fmt::format("'{}.source' is empty; say where the number comes from", where));
+    return q;
+  }
+
+  LinkProfile link(const json& j, const std::string& where) const {
+    fields(j, where, {"name", "latency", "bandwidth"});
+    LinkProfile l;
+    l.name = text(j["name"], where + ".name");
+    l.latency = quantity(j["latency"], where + ".latency", true, "seconds per message");
+    l.bandwidth = quantity(j["bandwidth"], where + ".bandwidth", false, "bytes per second per direction");
+    return l;
+  }
+
+  DeviceProfile device(const json& j) const {
+    fields(j, "device", {"name", "compute", "memory_read", "memory_write", "update", "reduce"}, {"nvlink"});
+    DeviceProfile d;
+    d.name = text(j["name"], "device.name");
+    if (j.contains("nvlink")) d.nvlink = text(j["nvlink"], "device.nvlink");
+    std::vector<std::string> kinds(kComputeKinds.begin(), kComputeKinds.end());
+    fields(j["compute"], "device.compute", kinds);
+    for (std::size_t k = 0; k < kinds.size(); ++k) {
+      d.compute[k] = quantity(j["compute"][kinds[k]], "device.compute." + kinds[k], false, "FLOP per second");
+    }
+    d.memory_read = quantity(j["memory_read"], "device.memory_read", false, "bytes per second");
+    d.memory_write = quantity(j["memory_write"], "device.memory_write", false, "bytes per second");
+    d.update = quantity(j["update"], "device.update", false, "parameters per second");
+    d.reduce = quantity(j["reduce"], "device.reduce", false, "bytes per second");
+    return d;
+  }
+
+  NodeProfile node(const json& j) const {
+    fields(j, "node", {"accelerators", "intra_link", "disk_read"});
+    NodeProfile n;
+    const json& a = j["accelerators"];
+    if (!a.is_number_integer() || a.get<std::int64_t>() < 1 || a.get<std::int64_t>() > 1 << 20) {
+      fail(fmt::format("'node.accelerators' is {}; it must be an integer >= 1", a.dump()));
+    }
+    n.accelerators = a.get<int>();
+    n.intra_link = link(j["intra_link"], "node.intra_link");
+    n.disk_read = quantity(j["disk_read"], "node.disk_read", false, "bytes per second");
+    return n;
+  }
+
+ private:
+  std::string origin_;
+};
+
+json quantity_json(const Quantity& q) {
+  if (q.efficiency > 0) return {{"peak", q.peak}, {"efficiency", q.efficiency}, {"source", q.source}};
+  return {{"value", q.value}, {"source", q.source}};
+}
+
+json link_json(const LinkProfile& l) {
+  return {{"name", l.name}, {"latency", quantity_json(l.latency)}, {"bandwidth", quantity_json(l.bandwidth)}};
+}
+
+}  // namespace
+
+std::size_t compute_kind_index(std::string_view kind) {
+  if (kind == "conv2d") return 0;
+  if (kind == "linear") return 1;
+  if (kind == "batch_norm") return 2;
+  if (kind == "max_pool" || kind == "avg_pool" || kind == "global_avg_pool") return 3;
+  return 4;
+}
+
+ProfileFragment parse_profile_fragment(const json& j, const std::string& origin) {
+  const Reader r(origin);
+  r.fields(j, "", {"dtrain_profile", "name"}, {"description", "device", "node", "network", "link"});
+  const json& version = j["dtrain_profile"];
+  if (!version.is_number_integer() || version.get<int>() != kProfileSchemaVersion) {
+    r.fail(fmt::format("'dtrain_profile' is {}; this dtrain reads schema version {}", version.dump(),
+                       kProfileSchemaVersion));
+  }
+  ProfileFragment f;
+  f.name = r.text(j["name"], "name");
+  if (j.contains("description")) f.description = r.text(j["description"], "description");
+  if (j.contains("device")) f.device = r.device(j["device"]);
+  if (j.contains("node")) f.node = r.node(j["node"]);
+  if (j.contains("network")) f.network = r.link(j["network"], "network");
+  if (j.contains("link")) f.link = r.link(j["link"], "link");
+  if (!f.device && !f.node && !f.network && !f.link) {
+    r.fail("it has none of 'device', 'node', 'network' or 'link'; a profile needs at least one");
+  }
+  return f;
+}
+
+ProfileFragment read_profile_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    throw InputError(
+        fmt::format("cannot open profile file '{}'; give a path to a profile JSON file or a built-in "
+                    "name (dtrain predict --list-profiles)",
+                    path));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(text.str());
+  } catch (const json::parse_error& e) {
+    throw DataError(fmt::format("profile {}: not valid JSON: {}", path, e.what()));
+  }
+  return parse_profile_fragment(j, path);
+}
+
+json profile_to_json(const Profile& p) {
+  json compute = json::object();
+  for (std::size_t k = 0; k < kComputeKinds.size(); ++k) {
+    compute[std::string(kComputeKinds[k])] = quantity_json(p.device.compute[k]);
+  }
+  json device = {{"name", p.device.name},
+                 {"compute", compute},
+                 {"memory_read", quantity_json(p.device.memory_read)},
+                 {"memory_write", quantity_json(p.device.memory_write)},
+                 {"update", quantity_json(p.device.update)},
+                 {"reduce", quantity_json(p.device.reduce)}};
+  if (!p.device.nvlink.empty()) device["nvlink"] = p.device.nvlink;
+  json j = {{"dtrain_profile", kProfileSchemaVersion},
+            {"name", p.name},
+            {"device", device},
+            {"node",
+             {{"accelerators", p.node.accelerators},
+              {"intra_link", link_json(p.node.intra_link)},
+              {"disk_read", quantity_json(p.node.disk_read)}}}};
+  if (!p.description.empty()) j["description"] = p.description;
+  if (p.network) j["network"] = link_json(*p.network);
+  return j;
+}
+
+}  // namespace dtrain::perf

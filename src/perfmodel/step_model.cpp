@@ -1,0 +1,242 @@
+#include "perfmodel/step_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.h"
+#include "parallel/buckets.h"
+#include "perfmodel/allreduce_time.h"
+#include "perfmodel/layer_cost.h"
+
+namespace dtrain::perf {
+namespace {
+
+// Consecutive steps simulated to reach the steady state (double buffering settles in two).
+constexpr int kSimulatedSteps = 8;
+
+struct ComputePlan {
+  std::vector<LayerTime> layers;     // per micro-batch
+  double forward = 0, backward = 0;  // per micro-batch, all layers
+  double update = 0;
+};
+
+ComputePlan plan_compute(const Workload& w, const DeviceProfile& d, std::int64_t micro_batch, std::int64_t params) {
+  ComputePlan c;
+  for (const LayerSummary& l : w.layers) {
+    c.layers.push_back(layer_time(l, micro_batch, d));
+    c.forward += c.layers.back().forward.seconds;
+    c.backward += c.layers.back().backward.seconds;
+  }
+  c.update = static_cast<double>(params) / d.update.value;
+  return c;
+}
+
+double loader_seconds(const Workload& w, const Profile& p, const RunConfig& c) {
+  const double sharing = std::min(p.node.accelerators, c.workers);
+  const double b = static_cast<double>(c.batch_per_worker);
+  return b * c.disk_bytes_per_sample * sharing / p.node.disk_read.value +
+         b * w.sample_bytes() / p.device.memory_write.value;
+}
+
+std::string name_bottleneck(double compute, double comm, double comm_latency, double data, bool servers) {
+  if (data > compute && data > comm) return "data loading";
+  if (comm > compute) {
+    if (servers) return "parameter servers";
+    return comm_latency > comm / 2 ? "communication (latency)" : "communication (bandwidth)";
+  }
+  return "compute";
+}
+
+void add_compute_events(const Workload& w, const ComputePlan& c, int accumulate, double t0, StepPrediction& s) {
+  double t = t0;
+  for (int m = 0; m < accumulate; ++m) {
+    for (std::size_t i = 0; i < w.layers.size(); ++i) {
+      s.timeline.push_back({w.layers[i].path, "forward", "compute", t, c.layers[i].forward.seconds});
+      t += c.layers[i].forward.seconds;
+    }
+    for (std::size_t i = w.layers.size(); i-- > 0;) {
+      s.timeline.push_back({w.layers[i].path, "backward", "compute", t, c.layers[i].backward.seconds});
+      t += c.layers[i].backward.seconds;
+    }
+  }
+}
+
+StepPrediction predict_parameter_server(const Workload& w, const Profile& p, const RunConfig& c,
+                                        const ComputePlan& plan, double data) {
+  StepPrediction s;
+  const double k = c.accumulate;
+  const double fwd = k * plan.forward, bwd = k * plan.backward;
+  const ServerTime t =
+      parameter_server_time({c.workers, c.servers, c.sync, c.comm_dtype}, w.total_params(), fwd + bwd, p);
+  s.compute = fwd + bwd;
+  s.comm = t.push + t.pull + t.server_update;
+  s.comm_allreduce = t.push + t.pull;
+  const double exposed_data = std::max(0.0, data - t.step);
+  s.step = t.step + exposed_data;
+  s.data = data;
+  s.phases = {exposed_data, fwd, bwd, t.exposed, 0};
+  add_compute_events(w, plan, c.accumulate, exposed_data, s);
+  double at = exposed_data + fwd + bwd;
+  s.timeline.push_back({"push gradients", "push", "comm", at, t.push});
+  s.timeline.push_back({"server update", "server", "servers", at + t.push, t.server_update});
+  s.timeline.push_back({"pull parameters", "pull", "comm", at + t.push + t.server_update, t.pull});
+  s.bottleneck = t.servers_bound ? "parameter servers"
+                                 : name_bottleneck(s.compute, t.exposed, 0, data, t.server_update > t.push + t.pull);
+  return s;
+}
+
+}  // namespace
+
+void validate(const RunConfig& c) {
+  if (c.workers < 1) throw InputError(fmt::format("workers must be >= 1, got {}", c.workers));
+  if (c.batch_per_worker < 1)
+    throw InputError(fmt::format("--batch-per-worker must be >= 1, got {}", c.batch_per_worker));
+  if (c.accumulate < 1) throw InputError(fmt::format("--accumulate must be >= 1, got {}", c.accumulate));
+  if (c.batch_per_worker % c.accumulate != 0) {
+    throw InputError(
+        fmt::format("--accumulate {} must divide the per-worker batch {} evenly", c.accumulate, c.batch_per_worker));
+  }
+  if (c.comm_dtype != DType::kF32 && c.comm_dtype != DType::kF16 && c.comm_dtype != DType::kBF16) {
+    throw InputError("--comm-dtype must be f32, f16 or bf16");
+  }
+  if (c.servers < 1) throw InputError(fmt::format("--servers must be >= 1, got {}", c.servers));
+  if (c.exchange == Exchange::kAllreduce && c.sync != Sync::kBsp) {
+    throw InputError(fmt::format("--sync {} applies to the parameter server only; use --allreduce ps, or --sync bsp",
+                                 sync_name(c.sync)));
+  }
+  if (c.exchange == Exchange::kParameterServer && c.double_buffering) {
+    throw InputError("--double-buffering applies to allreduce, not to the parameter server");
+  }
+  if (c.disk_bytes_per_sample < 0) throw InputError("disk bytes per sample must be >= 0");
+}
+
+std::string exchange_label(const RunConfig& c) {
+  if (c.exchange == Exchange::kParameterServer) return fmt::format("ps-{} x{}", sync_name(c.sync), c.servers);
+  return fmt::format("{}{}", c.hierarchical ? "hier-" : "", comm::algorithm_name(c.algorithm));
+}
+
+StepPrediction predict_step(const std::vector<LayerSummary>& layers, const Profile& profile, const RunConfig& config) {
+  return predict_step(workload_from_layers(layers), profile, config);
+}
+
+StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig& c) {
+  validate(c);
+  const DeviceProfile& d = p.device;
+  const ComputePlan plan = plan_compute(w, d, c.batch_per_worker / c.accumulate, w.total_params());
+  const double data = loader_seconds(w, p, c);
+  if (c.exchange == Exchange::kParameterServer) return predict_parameter_server(w, p, c, plan, data);
+
+  StepPrediction s;
+  const bool distributed = c.workers > 1;
+  const double k = c.accumulate;
+  // The last micro-batch's backward, layer by layer in reverse; each parameter's gradient is
+  // final when its layer's backward ends, and the hook then copies it into its bucket.
+  const double before_last = (k - 1) * (plan.forward + plan.backward) + plan.forward;
+  std::vector<std::vector<std::size_t>> owned(w.layers.size());
+  std::vector<std::size_t> orphans;
+  for (std::size_t i = 0; i < w.params.size(); ++i) {
+    (w.params[i].layer < w.layers.size() ? owned[w.params[i].layer] : orphans).push_back(i);
+  }
+  std::vector<double> ready(w.params.size(), 0);
+  double t = before_last, copies = 0;
+  const double copy_rate = 4.0 / d.memory_read.value + 4.0 / d.memory_write.value;  // s per element
+  for (std::size_t i = w.layers.size(); i-- > 0;) {
+    t += plan.layers[i].backward.seconds;
+    for (std::size_t q : owned[i]) {
+      if (distributed) {
+        const double copy = static_cast<double>(w.params[q].numel) * copy_rate;
+        t += copy;
+        copies += copy;
+      }
+      ready[q] = t;
+    }
+  }
+  for (std::size_t q : orphans) ready[q] = t;
+  const double backward_end = t;
+
+  // Buckets and their communication-thread cost.
+  std::vector<double> bucket_cost;
+  if (distributed) {
+    std::vector<std::int64_t> numels;
+    for (const ParameterInfo& q : w.params) numels.push_back(q.numel);
+    const BucketLayout layout = plan_buckets(numels, c.bucket_bytes);
+    const bool half = c.comm_dtype != DType::kF32;
+    // Scale (read, write f32), finite check (read f32); f16/bf16 casts each way (4 + 2 bytes).
+    const double local_rate = (half ? 14.0 : 8.0) / d.memory_read.value + (half ? 10.0 : 4.0) / d.memory_write.value;
+    const AllreducePlan ar{c.algorithm, c.workers, c.hierarchical, c.comm_dtype, c.chunk_bytes};
+    std::map<std::int64_t, AllreduceTime> memo;  // buckets of equal size cost the same
+    double released = 0;
+    for (std::size_t b = 0; b < layout.buckets.size(); ++b) {
+      BucketTiming bt;
+      bt.elements = layout.bucket_elements[b];
+      for (std::size_t q : layout.buckets[b]) bt.ready = std::max(bt.ready, ready[q]);
+      released = std::max(released, bt.ready);
+      bt.ready = released;
+      auto it = memo.find(bt.elements);
+      if (it == memo.end()) {
+        it = memo.emplace(bt.elements, allreduce_time(ar, static_cast<std::size_t>(bt.elements), p)).first;
+      }
+      bt.allreduce = it->second.seconds;
+      s.comm_allreduce += bt.allreduce;
+      s.comm_latency += it->second.latency;
+      bucket_cost.push_back(bt.allreduce + static_cast<double>(bt.elements) * local_rate);
+      s.buckets.push_back(bt);
+    }
+  }
+  const double update = plan.update;
+  const double compute_part = backward_end;  // forward and backward of every micro-batch, with the copies
+
+  // Consecutive steps: the compute thread and one FIFO communication thread.
+  double compute_free = 0, comm_free = 0, previous_comm_end = 0, previous_step_end = 0;
+  double period = 0, exposed = 0, step_start = 0;
+  for (int step = 0; step < kSimulatedSteps; ++step) {
+    step_start = compute_free;
+    for (std::size_t b = 0; b < bucket_cost.size(); ++b) {
+      const double start = std::max(step_start + s.buckets[b].ready, comm_free);
+      comm_free = start + bucket_cost[b];
+      if (step == kSimulatedSteps - 1) {
+        s.buckets[b].start = start - step_start;
+        s.buckets[b].end = comm_free - step_start;
+      }
+    }
+    const double end_backward = step_start + compute_part;
+    double update_start = end_backward;
+    double update_time = update;
+    if (!c.double_buffering) {
+      update_start = std::max(end_backward, comm_free);
+    } else if (step == 0) {
+      update_time = 0;  // the first step only communicates
+    } else {
+      update_start = std::max(end_backward, previous_comm_end);
+    }
+    previous_comm_end = comm_free;
+    compute_free = update_start + update_time;
+    period = compute_free - previous_step_end;
+    previous_step_end = compute_free;
+    exposed = update_start - end_backward;
+  }
+
+  const double fwd = k * plan.forward;
+  const double bwd = k * plan.backward + copies;
+  s.compute = fwd + bwd + update;
+  s.comm = 0;
+  for (double x : bucket_cost) s.comm += x;
+  s.data = data;
+  const double exposed_data = std::max(0.0, data - period);
+  s.step = period + exposed_data;
+  s.phases = {exposed_data, fwd, bwd, exposed, update};
+
+  add_compute_events(w, plan, c.accumulate, exposed_data, s);
+  for (std::size_t b = 0; b < s.buckets.size(); ++b) {
+    s.timeline.push_back({fmt::format("bucket {}", b), "allreduce", "comm", exposed_data + s.buckets[b].start,
+                          s.buckets[b].end - s.buckets[b].start});
+  }
+  s.timeline.push_back({"update", "update", "compute", exposed_data + compute_part + exposed, update});
+  s.timeline.push_back({"load batch", "data", "loader", 0, data});
+  s.bottleneck = name_bottleneck(s.compute, s.comm, s.comm_latency, data, false);
+  return s;
+}
+
+}  // namespace dtrain::perf

@@ -1,0 +1,86 @@
+// One training step of one worker, predicted phase by phase as the trainer measures it
+// (train/phase_times.h), with the timeline that produces it (Hashemi et al. 2016; Paleo, Qi et
+// al. 2017; the step semantics of parallel/data_parallel.h):
+//   - compute: each layer's forward and backward (layer_cost.h) for each of the K micro-batches
+//     of the worker's batch, then the optimizer update (parameters / update rate);
+//   - data: the loader reads the batch from disk (its share of the node's disk bandwidth) and
+//     writes it to memory, on its own thread, so only what exceeds the rest of the step shows;
+//   - communication (allreduce): the buckets of plan_buckets, each released when its last
+//     gradient is final during the last micro-batch's backward (walked layer by layer in
+//     reverse) and all buckets before it were released; one communication thread runs them in
+//     order, each costing its allreduce (allreduce_time.h) plus the thread's own passes over the
+//     bucket (scale by 1/(pK), cast to and from f16/bf16, the finite check). What runs past the
+//     end of backward is exposed; with double buffering the update waits for the previous
+//     step's buckets instead, so communication hides behind a whole step;
+//   - communication (parameter server): parameter_server.h.
+// The steady state is found by simulating consecutive steps (the communication thread carries
+// work from one step into the next).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "comm/algorithm.h"
+#include "perfmodel/parameter_server.h"
+#include "perfmodel/profile.h"
+#include "perfmodel/workload.h"
+#include "tensor/dtype.h"
+#include "train/phase_times.h"
+
+namespace dtrain::perf {
+
+enum class Exchange : std::uint8_t { kAllreduce, kParameterServer };
+
+struct RunConfig {
+  int workers = 1;
+  std::int64_t batch_per_worker = 32;
+  Exchange exchange = Exchange::kAllreduce;
+  comm::Algorithm algorithm = comm::Algorithm::kRing;
+  bool hierarchical = false;  // two-level allreduce (allreduce_time.h); dtrain's own collectives are flat
+  int servers = 1;            // parameter-server shards
+  Sync sync = Sync::kBsp;
+  DType comm_dtype = DType::kF32;
+  std::size_t bucket_bytes = std::size_t{1} << 20;
+  std::size_t chunk_bytes = comm::kDefaultChunkBytes;
+  bool double_buffering = false;
+  int accumulate = 1;
+  double disk_bytes_per_sample = 0;
+};
+// Throws InputError naming the bad setting and what is valid.
+void validate(const RunConfig& c);
+// "ring", "hier-butterfly", "ps-asp x4", ...
+std::string exchange_label(const RunConfig& c);
+
+struct BucketTiming {
+  std::int64_t elements = 0;
+  double ready = 0;           // its last gradient is final (from the step's start)
+  double start = 0, end = 0;  // on the communication thread
+  double allreduce = 0;       // the collective alone (without the thread's local passes)
+};
+
+struct TimelineEvent {
+  std::string name;      // layer path, "bucket 3", "update", "load batch"
+  std::string category;  // forward, backward, allreduce, push, pull, server, update, data
+  std::string lane;      // compute, comm, loader, servers
+  double start = 0, duration = 0;
+};
+
+struct StepPrediction {
+  PhaseTimes phases;          // the trainer's phases of one steady-state step; data and comm as exposed
+  double step = 0;            // seconds per step
+  double compute = 0;         // forward + backward + update, the worker's own work
+  double data = 0;            // the loader's seconds per batch, before overlap
+  double comm = 0;            // communication per step before overlap (the comm thread's busy time)
+  double comm_allreduce = 0;  // of which in the collectives themselves
+  double comm_latency = 0;    // of which charged to latency (alpha)
+  std::vector<BucketTiming> buckets;
+  std::vector<TimelineEvent> timeline;  // one steady-state step, from its start
+  std::string
+      bottleneck;  // compute | communication (latency) | communication (bandwidth) | data loading | parameter servers
+};
+
+StepPrediction predict_step(const Workload& workload, const Profile& profile, const RunConfig& config);
+StepPrediction predict_step(const std::vector<LayerSummary>& layers, const Profile& profile, const RunConfig& config);
+
+}  // namespace dtrain::perf

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Data-parallel `dtrain train` under mpirun, end to end (registered by tests.cmake).
+
+usage: mpi_cli_test.py DTRAIN CASE
+  loss_curve ALG   mpirun -np 2 with batch 32 per rank follows one process with batch 64 (max relative
+                   difference of the loss over the first 20 steps < 1e-4, f32 communication)
+  disagree         ranks started with different flags stop at start-up naming the ranks and the values
+  too_many_ranks   more ranks than training samples is a clear error
+  killed_rank      SIGKILL of one rank mid-training ends the job with an error naming it, no hang
+"""
+import json, os, signal, subprocess, sys, tempfile, time
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
+COMMON = ["--model", "lenet", "--limit", "1280", "--epochs", "1", "--eval-limit", "100", "--threads", "1",
+          "--schedule", "constant", "--log-every", "1", "--progress", "lines"]
+
+
+def run(cmd, timeout=300):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout + p.stderr
+
+
+def step_losses(path):
+    with open(path) as f:
+        return [r["loss"] for r in map(json.loads, f) if r["type"] == "step"]
+
+
+def loss_curve(dtrain, algorithm):
+    with tempfile.TemporaryDirectory() as d:
+        single, multi = os.path.join(d, "single.jsonl"), os.path.join(d, "multi.jsonl")
+        rc, out = run([dtrain, "train", *COMMON, "--batch", "64", "--log", single])
+        assert rc == 0, out
+        rc, out = run(MPIRUN + ["-np", "2", dtrain, "train", *COMMON, "--batch", "32", "--allreduce", algorithm,
+                                "--log", multi])
+        assert rc == 0, out
+        a, b = step_losses(single), step_losses(multi)
+        assert len(a) == len(b) == 20, (len(a), len(b))
+        worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
+        print(f"{algorithm}: max relative loss difference over 20 steps {worst:.2e}")
+        assert worst < 1e-4, (a, b)
+
+
+def disagree(dtrain):
+    base = [dtrain, "train", "--model", "mlp", "--limit", "512", "--epochs", "1", "--log", ""]
+    rc, out = run(MPIRUN + ["-np", "1", *base, "--batch", "64", ":", "-np", "1", *base, "--batch", "32"], timeout=120)
+    assert rc != 0, out
+    assert "batch" in out and "rank 0 has batch=64" in out and "rank 1 has batch=32" in out, out
+    print(out.strip().splitlines()[0])
+
+
+def too_many_ranks(dtrain):
+    rc, out = run(MPIRUN + ["-np", "3", dtrain, "train", "--model", "mlp", "--limit", "2", "--batch", "1",
+                            "--epochs", "1", "--log", ""], timeout=120)
+    assert rc != 0, out
+    assert "3" in out and "sample" in out, out
+    print([l for l in out.splitlines() if "error" in l][0])
+
+
+def killed_rank(dtrain):
+    cmd = MPIRUN + ["-np", "2", dtrain, "train", "--model", "lenet", "--epochs", "5", "--threads", "1",
+                    "--timeout", "30", "--log", "", "--progress", "lines"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    time.sleep(8)
+    pids = subprocess.run(["pgrep", "-f", "-P", str(p.pid), "dtrain"], capture_output=True, text=True).stdout.split()
+    if not pids:  # ranks may be grandchildren
+        pids = subprocess.run(["pgrep", "-f", f"{dtrain} train --model lenet --epochs 5"], capture_output=True,
+                              text=True).stdout.split()
+    assert pids, "no rank processes found"
+    victim = int(pids[-1])
+    os.kill(victim, signal.SIGKILL)
+    start = time.time()
+    try:
+        out, _ = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        raise AssertionError("the job hung after a rank was killed")
+    elapsed = time.time() - start
+    assert p.returncode != 0, out
+    print(f"job ended {elapsed:.1f} s after SIGKILL of pid {victim}, exit code {p.returncode}")
+    tail = "\n".join(out.strip().splitlines()[-6:])
+    print(tail)
+    assert "signal 9" in out or "rank" in out.lower(), out
+
+
+def main():
+    dtrain, case = sys.argv[1], sys.argv[2]
+    if case == "loss_curve":
+        loss_curve(dtrain, sys.argv[3])
+    else:
+        {"disagree": disagree, "too_many_ranks": too_many_ranks, "killed_rank": killed_rank}[case](dtrain)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+// Hardware profiles: the built-in spec-sheet files load and compose; bad files and names get an
+// error that names the problem and lists what is valid.
+#include "perfmodel/profile.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "perfmodel_test_util.h"
+
+namespace dtrain::perf {
+namespace {
+
+using nlohmann::json;
+
+json valid_device_file() {
+  json compute = json::object();
+  for (std::string_view k : kComputeKinds) compute[std::string(k)] = {{"value", 1e12}, {"source", "test"}};
+  const json rate = {{"value", 1e11}, {"source", "test"}};
+  return {{"dtrain_profile", 1},
+          {"name", "mine"},
+          {"device",
+           {{"name", "my device"},
+            {"compute", compute},
+            {"memory_read", rate},
+            {"memory_write", rate},
+            {"update", rate},
+            {"reduce", rate}}},
+          {"node",
+           {{"accelerators", 4},
+            {"intra_link",
+             {{"name", "bus"},
+              {"latency", {{"value", 1e-6}, {"source", "test"}}},
+              {"bandwidth", {{"peak", 1e10}, {"efficiency", 0.5}, {"source", "test"}}}}},
+            {"disk_read", rate}}}};
+}
+
+// The DataError message parse_profile_fragment gives for `j`, or "" if it parses.
+std::string error_of(const json& j) {
+  try {
+    parse_profile_fragment(j, "test.json");
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void expect_contains(const std::string& text, const std::string& part) {
+  EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
+}
+
+TEST(Profile, EveryBuiltInFileParsesWithSources) {
+  const ProfileNames names = builtin_profile_names();
+  EXPECT_GE(names.devices.size(), 6u);
+  EXPECT_GE(names.networks.size(), 7u);
+  for (const std::string d : {"p100", "v100", "a100", "h100", "skylake-sp", "knl"}) {
+    const Profile p = load_profile(d);
+    EXPECT_FALSE(p.device.name.empty()) << d;
+    for (const Quantity& c : p.device.compute) {
+      EXPECT_GT(c.value, 0) << d;
+      EXPECT_FALSE(c.source.empty()) << d;
+    }
+    EXPECT_EQ(p.node.accelerators, 1) << d;
+    EXPECT_FALSE(p.network.has_value()) << d;
+  }
+  for (const std::string n : {"ib-fdr", "ib-edr", "ib-ndr", "eth-10g", "eth-25g", "eth-50g", "eth-100g"}) {
+    const Profile p = load_profile("p100+" + n);
+    ASSERT_TRUE(p.network.has_value()) << n;
+    EXPECT_GT(p.network->bandwidth.value, 0) << n;
+    EXPECT_FALSE(p.network->latency.source.empty()) << n;
+  }
+  for (const std::string& l : names.links) EXPECT_NO_THROW(load_profile("2xp100-" + l)) << l;
+}
+
+TEST(Profile, ComposesDeviceNodeAndNetwork) {
+  const Profile p = load_profile("8xp100-nvlink+eth-50g");
+  EXPECT_EQ(p.name, "8xp100-nvlink+eth-50g");
+  EXPECT_EQ(p.device.name, "NVIDIA Tesla P100 SXM2 16 GB");
+  EXPECT_EQ(p.node.accelerators, 8);
+  EXPECT_EQ(p.node.intra_link.name, load_profile("2xp100-nvlink1").node.intra_link.name);
+  ASSERT_TRUE(p.network.has_value());
+  EXPECT_DOUBLE_EQ(p.network->bandwidth.value, 50e9 / 8 * 0.9);
+  // Peak times efficiency, both kept for printing the derivation.
+  EXPECT_DOUBLE_EQ(p.device.compute[0].value, p.device.compute[0].peak * p.device.compute[0].efficiency);
+  // A later term replaces what an earlier one set.
+  EXPECT_EQ(load_profile("p100+eth-10g+ib-edr").network->name, load_profile("ib-edr+p100").network->name);
+  EXPECT_EQ(load_profile("4xv100-pcie3").node.intra_link.name, "PCIe 3.0 x16");
+}
+
+TEST(Profile, JsonRoundTripsAndFilesCompose) {
+  const Profile p = load_profile("8xa100-nvlink+ib-ndr");
+  const json j = profile_to_json(p);
+  const ProfileFragment f = parse_profile_fragment(j, "round trip");
+  ASSERT_TRUE(f.device && f.node && f.network);
+  EXPECT_EQ(profile_to_json(Profile{p.name, p.description, *f.device, *f.node, f.network}), j);
+
+  const auto path = std::filesystem::temp_directory_path() / "dtrain_profile_test.json";
+  std::ofstream(path) << valid_device_file().dump(2);
+  const Profile mine = load_profile(path.string() + "+ib-fdr");
+  EXPECT_EQ(mine.device.name, "my device");
+  EXPECT_EQ(mine.node.accelerators, 4);
+  EXPECT_DOUBLE_EQ(mine.node.intra_link.bandwidth.value, 5e9);
+  EXPECT_EQ(mine.network->name, "InfiniBand FDR 4x");
+  std::filesystem::remove(path);
+}
+
+TEST(Profile, MissingFieldIsNamedWithTheRequiredOnes) {
+  json j = valid_device_file();
+  j["device"].erase("memory_write");
+  const std::string e = error_of(j);
+  expect_contains(e, "test.json");
+  expect_contains(e, "'device' is missing memory_write");
+  expect_contains(e, "required: name, compute, memory_read, memory_write, update, reduce");
+
+  j = valid_device_file();
+  j["device"]["compute"].erase("pooling");
+  expect_contains(error_of(j),
+                  "'device.compute' is missing pooling; required: conv2d, linear, batch_norm, pooling, "
+                  "elementwise");
+  j = valid_device_file();
+  j["device"]["update"].erase("source");
+  expect_contains(error_of(j), "'device.update' is missing source");
+}
+
+TEST(Profile, UnknownFieldListsTheValidOnes) {
+  json j = valid_device_file();
+  j["node"]["intra_link"]["bandwith"] = 1;
+  const std::string e = error_of(j);
+  expect_contains(e, "unknown field 'node.intra_link.bandwith'");
+  expect_contains(e, "valid fields of 'node.intra_link': name, latency, bandwidth");
+
+  j = valid_device_file();
+  j["device"]["compute"]["conv3d"] = {{"value", 1}, {"source", "x"}};
+  expect_contains(error_of(j), "valid fields of 'device.compute': conv2d, linear, batch_norm, pooling, elementwise");
+  j = valid_device_file();
+  j["gpu"] = 1;
+  expect_contains(error_of(j), "unknown field 'gpu'; valid fields: dtrain_profile, name, description, device, node");
+}
+
+TEST(Profile, NegativeZeroAndMistypedValuesAreRejected) {
+  json j = valid_device_file();
+  j["device"]["memory_read"]["value"] = -5;
+  expect_contains(error_of(j), "'device.memory_read.value' is -5; it must be > 0 (bytes per second)");
+  j = valid_device_file();
+  j["device"]["compute"]["conv2d"]["value"] = 0;
+  expect_contains(error_of(j), "'device.compute.conv2d.value' is 0; it must be > 0");
+  j = valid_device_file();
+  j["node"]["intra_link"]["latency"]["value"] = -1e-6;
+  expect_contains(error_of(j), "it must be >= 0 (seconds per message)");
+  j = valid_device_file();
+  j["node"]["intra_link"]["bandwidth"]["efficiency"] = 1.5;
+  expect_contains(error_of(j), "'node.intra_link.bandwidth.efficiency' is 1.5; it must be in (0, 1]");
+  j = valid_device_file();
+  j["node"]["accelerators"] = 0;
+  expect_contains(error_of(j), "'node.accelerators' is 0; it must be an integer >= 1");
+  j = valid_device_file();
+  j["device"]["reduce"]["value"] = "fast";
+  expect_contains(error_of(j), "'device.reduce.value' must be a number");
+  j = valid_device_file();
+  j["dtrain_profile"] = 2;
+  expect_contains(error_of(j), "this dtrain reads schema version 1");
+}
+
+TEST(Profile, UnknownHardwareListsWhatIsValid) {
+  try {
+    load_profile("p200+ib-fdr");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    expect_contains(e.what(), "unknown hardware 'p200'");
+    expect_contains(e.what(), "devices: a100, h100, knl, p100, skylake-sp, v100");
+    expect_contains(e.what(), "networks: eth-100g, eth-10g, eth-25g, eth-50g, ib-edr, ib-fdr, ib-ndr");
+  }
+  auto message = [](const std::string& spec) {
+    try {
+      load_profile(spec);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  expect_contains(message("8xp100-nvlink9"), "unknown intra-node link 'nvlink9'; valid: nvlink, nvlink1");
+  expect_contains(message("2xknl-nvlink"), "knl has no NVLink");
+  expect_contains(message("ib-fdr"), "names no device; add one in front, e.g. p100+ib-fdr");
+  expect_contains(message("p100++ib-fdr"), "empty term");
+  expect_contains(message("0xp100"), "accelerators per node must be 1 to 999999");
+  expect_contains(message("/nonexistent/profile.json"), "cannot open profile file '/nonexistent/profile.json'");
+  expect_contains(message(""), "--profile is empty");
+}
+
+}  // namespace
+}  // namespace dtrain::perf

@@ -1,0 +1,322 @@
+// The step model against the quantities it is built from: the comm layer's own cost functions,
+// the bucketer, and the overlap rules of parallel/data_parallel.h.
+#include "perfmodel/step_model.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "parallel/buckets.h"
+#include "perfmodel/allreduce_time.h"
+#include "perfmodel/run_model.h"
+#include "perfmodel_test_util.h"
+
+namespace dtrain::perf {
+namespace {
+
+using comm::Algorithm;
+using testing::layer;
+using testing::test_profile;
+
+// Parameterised layers first, then parameter-free ones: backward reaches the parameters last, so
+// every gradient is final at the very end of backward and nothing overlaps.
+Workload params_first(int tensors, std::int64_t numel) {
+  std::vector<LayerSummary> layers;
+  for (int i = 0; i < tensors; ++i) layers.push_back(layer(fmt::format("p{}", i), "linear", numel, 0, 1));
+  for (int i = 0; i < 4; ++i) layers.push_back(layer(fmt::format("r{}", i), "relu", 0, 1e9, 1 << 20));
+  return workload_from_layers(layers);
+}
+
+// A deep net with parameters spread through it: gradients become final all along backward.
+Workload spread(int depth) {
+  std::vector<LayerSummary> layers;
+  for (int i = 0; i < depth; ++i) {
+    layers.push_back(layer(fmt::format("c{}", i), "conv2d", 50000 + 1000 * i, 2e8, 1 << 16));
+    layers.push_back(layer(fmt::format("b{}", i), "batch_norm", 128, 1e5, 1 << 16));
+  }
+  return workload_from_layers(layers);
+}
+
+double sum_of_bucket_allreduces(const Workload& w, const RunConfig& c, const comm::AlphaBetaGamma& m) {
+  std::vector<std::int64_t> numels;
+  for (const ParameterInfo& p : w.params) numels.push_back(p.numel);
+  double sum = 0;
+  for (std::int64_t n : plan_buckets(numels, c.bucket_bytes).bucket_elements) {
+    sum += comm::predict_allreduce_seconds(c.algorithm, c.workers, static_cast<std::size_t>(n), c.comm_dtype, m,
+                                           c.chunk_bytes);
+  }
+  return sum;
+}
+
+TEST(StepModel, OneWorkerHasNoCommunication) {
+  RunConfig c;
+  c.workers = 1;
+  const StepPrediction s = predict_step(spread(6), test_profile(), c);
+  EXPECT_EQ(s.comm, 0);
+  EXPECT_EQ(s.phases.comm, 0);
+  EXPECT_TRUE(s.buckets.empty());
+  EXPECT_NEAR(s.step, s.compute + s.phases.data, 1e-12);
+  EXPECT_EQ(s.bottleneck, "compute");
+}
+
+TEST(StepModel, WithoutOverlapCommIsTheSumOfTheBucketsAllreduces) {
+  const Workload w = params_first(12, 100000);  // 400 KB each: several 1 MiB buckets
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kButterfly, Algorithm::kOneToAll}) {
+    for (int p : {2, 3, 5, 8}) {
+      // All ranks in one node: the intra-node link.
+      Profile one_node = test_profile(8);
+      RunConfig c;
+      c.workers = p;
+      c.algorithm = a;
+      const StepPrediction s = predict_step(w, one_node, c);
+      const comm::AlphaBetaGamma intra{1e-7, 1.0 / 1e10, 1.0 / 1e12};
+      const double expected = sum_of_bucket_allreduces(w, c, intra);
+      EXPECT_NEAR(s.comm_allreduce, expected, 1e-12 * p) << algorithm_name(a) << " p=" << p;
+      // Exposed: all of it, less the last gradient copies into their buckets (a few ns here).
+      EXPECT_NEAR(s.phases.comm, expected, 1e-6 * expected + 1e-8) << algorithm_name(a) << " p=" << p;
+      EXPECT_GT(s.buckets.size(), 3u);
+      // One accelerator per node: the network, shared by one flow for every algorithm here.
+      const StepPrediction across = predict_step(w, test_profile(1), c);
+      if (a != Algorithm::kButterfly) {
+        const double net = sum_of_bucket_allreduces(w, c, {1e-6, 1.0 / 1e9, 1.0 / 1e12});
+        EXPECT_NEAR(across.phases.comm, net, 1e-6 * net + 1e-8) << algorithm_name(a) << " p=" << p;
+      }
+    }
+  }
+}
+
+TEST(StepModel, OverlapNeverMakesAStepSlower) {
+  const Workload w = spread(20);
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kButterfly, Algorithm::kOneToAll}) {
+    for (int p : {2, 4, 16, 64}) {
+      for (bool db : {false, true}) {
+        for (double bucket_mb : {0.0, 0.25, 1.0, 25.0}) {
+          RunConfig c;
+          c.workers = p;
+          c.algorithm = a;
+          c.double_buffering = db;
+          c.bucket_bytes = static_cast<std::size_t>(bucket_mb * (1 << 20));
+          const StepPrediction s = predict_step(w, test_profile(4, 5e-6, 2e9, 1e10, 2e10), c);
+          const double serial = s.compute + s.comm + s.phases.data;
+          EXPECT_LE(s.step, serial * (1 + 1e-9)) << algorithm_name(a) << " p=" << p << " db=" << db;
+          EXPECT_GE(s.step, std::max(db ? 0.0 : s.compute, s.comm) * (1 - 1e-9));
+          EXPECT_GE(s.step, s.compute * (1 - 1e-9));
+          EXPECT_NEAR(s.phases.total(), s.step, 1e-9 * s.step);
+          if (db) {
+            RunConfig plain = c;
+            plain.double_buffering = false;
+            EXPECT_LE(s.step, predict_step(w, test_profile(4, 5e-6, 2e9, 1e10, 2e10), plain).step * (1 + 1e-9));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(StepModel, F16HalvesTheBytesOnTheWire) {
+  const Workload w = spread(10);
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kButterfly, Algorithm::kOneToAll}) {
+    RunConfig c;
+    c.workers = 8;
+    c.algorithm = a;
+    const Profile bandwidth_only = test_profile(1, 0.0, 1e9, 1e30);  // no latency, free reduction
+    const double f32 = predict_step(w, bandwidth_only, c).comm_allreduce;
+    c.comm_dtype = DType::kF16;
+    EXPECT_NEAR(predict_step(w, bandwidth_only, c).comm_allreduce, f32 / 2, 1e-9 * f32) << algorithm_name(a);
+    c.comm_dtype = DType::kBF16;
+    EXPECT_NEAR(predict_step(w, bandwidth_only, c).comm_allreduce, f32 / 2, 1e-9 * f32) << algorithm_name(a);
+  }
+}
+
+TEST(StepModel, DoubleBufferingHidesCommunicationBehindAStep) {
+  const Workload w = spread(10);
+  RunConfig c;
+  c.workers = 16;
+  c.algorithm = Algorithm::kRing;
+  const Profile slow_net = test_profile(1, 1e-5, 1e7);
+  const StepPrediction plain = predict_step(w, slow_net, c);
+  c.double_buffering = true;
+  const StepPrediction db = predict_step(w, slow_net, c);
+  ASSERT_GT(plain.comm, plain.compute);  // communication-bound
+  EXPECT_NEAR(db.step, std::max(db.compute, db.comm), 1e-6 * db.step);
+  EXPECT_LT(db.step, plain.step);
+  EXPECT_NE(plain.bottleneck.find("communication"), std::string::npos);
+}
+
+TEST(StepModel, AccumulationCommunicatesOncePerStep) {
+  const Workload w = spread(10);
+  RunConfig c;
+  c.workers = 8;
+  c.batch_per_worker = 64;
+  const Profile p = test_profile(1, 1e-5, 5e8);
+  const StepPrediction once = predict_step(w, p, c);
+  c.accumulate = 4;
+  const StepPrediction four = predict_step(w, p, c);
+  EXPECT_DOUBLE_EQ(four.comm, once.comm);
+  EXPECT_NEAR(four.phases.forward, once.phases.forward, 0.05 * once.phases.forward);
+  // Per micro-batch, communication is a quarter of what a step of 16 samples pays.
+  RunConfig small = c;
+  small.accumulate = 1;
+  small.batch_per_worker = 16;
+  EXPECT_NEAR(four.comm / 4, predict_step(w, p, small).comm / 4, 1e-12);
+  EXPECT_LE(four.phases.comm, once.phases.comm + 1e-12);  // overlaps only the last micro-batch's backward
+}
+
+TEST(StepModel, BucketsStartWhenReadyAndInOrder) {
+  RunConfig c;
+  c.workers = 4;
+  const StepPrediction s = predict_step(spread(12), test_profile(1, 1e-5, 1e9), c);
+  ASSERT_GT(s.buckets.size(), 2u);
+  for (std::size_t b = 0; b < s.buckets.size(); ++b) {
+    EXPECT_GE(s.buckets[b].start + 1e-12, s.buckets[b].ready);
+    if (b > 0) {
+      EXPECT_GE(s.buckets[b].ready, s.buckets[b - 1].ready);
+      EXPECT_GE(s.buckets[b].start + 1e-12, s.buckets[b - 1].end);
+    }
+  }
+  double compute_end = 0;
+  for (const TimelineEvent& e : s.timeline) {
+    if (e.lane != "compute") continue;
+    EXPECT_GE(e.start + 1e-12, compute_end) << e.name;  // one compute thread: no overlap
+    compute_end = e.start + e.duration;
+  }
+  EXPECT_NEAR(compute_end, s.step, 1e-9);
+}
+
+TEST(StepModel, EfficiencyFallsAsWorkersGrow) {
+  const Workload w = spread(16);
+  const DatasetInfo data{"synthetic", 1 << 20, 1000, 1, 1, 1, 10, 100, ""};
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kButterfly, Algorithm::kOneToAll}) {
+    double last_efficiency = 1.0 + 1e-12, last_epoch = 1e300;
+    for (int p : {1, 2, 4, 8, 16, 32, 64}) {
+      RunConfig c;
+      c.workers = p;
+      c.algorithm = a;
+      const RunPrediction r = predict_run(w, data, test_profile(1, 2e-6, 5e9), c, 1);
+      EXPECT_LE(r.efficiency, last_efficiency) << algorithm_name(a) << " p=" << p;
+      if (a != Algorithm::kOneToAll) {
+        EXPECT_LT(r.epoch_seconds, last_epoch) << algorithm_name(a) << " p=" << p;
+      }
+      last_efficiency = r.efficiency;
+      last_epoch = r.epoch_seconds;
+      if (p == 1) {
+        EXPECT_DOUBLE_EQ(r.speedup, 1.0);
+      }
+    }
+  }
+}
+
+TEST(AllreduceTime, SampledSlowestRankEqualsTheFullScan) {
+  const comm::AlphaBetaGamma m{2e-6, 1e-9, 3e-10};
+  for (Algorithm a :
+       {Algorithm::kRing, Algorithm::kTree, Algorithm::kButterfly, Algorithm::kOneToAll, Algorithm::kMpi}) {
+    for (int p : {65, 96, 100, 127, 128, 129, 200, 255, 300}) {
+      for (std::size_t n : {std::size_t{1}, std::size_t(p - 1), std::size_t(p + 1), std::size_t{1000},
+                            std::size_t{65537}, std::size_t{262144 + 77}, std::size_t{3000000}}) {
+        EXPECT_DOUBLE_EQ(slowest_rank_seconds(a, p, n, DType::kF32, m, comm::kDefaultChunkBytes),
+                         comm::predict_allreduce_seconds(a, p, n, DType::kF32, m))
+            << algorithm_name(a) << " p=" << p << " n=" << n;
+      }
+    }
+    for (int p : {1000, 1024}) {  // the sizes dtrain predict is asked about
+      for (std::size_t n : {std::size_t{1500}, std::size_t{262144 + 5}}) {
+        EXPECT_DOUBLE_EQ(slowest_rank_seconds(a, p, n, DType::kF16, m, comm::kDefaultChunkBytes),
+                         comm::predict_allreduce_seconds(a, p, n, DType::kF16, m))
+            << algorithm_name(a) << " p=" << p << " n=" << n;
+      }
+    }
+  }
+}
+
+TEST(AllreduceTime, LinksByPlacement) {
+  const Profile p = test_profile(8);
+  AllreducePlan plan;
+  plan.workers = 8;
+  const double intra = allreduce_time(plan, 1 << 20, p).seconds;
+  EXPECT_DOUBLE_EQ(intra,
+                   comm::predict_allreduce_seconds(Algorithm::kRing, 8, 1 << 20, DType::kF32, {1e-7, 1e-10, 1e-12}));
+  plan.workers = 16;  // two nodes: the network bounds the flat ring
+  EXPECT_DOUBLE_EQ(allreduce_time(plan, 1 << 20, p).seconds,
+                   comm::predict_allreduce_seconds(Algorithm::kRing, 16, 1 << 20, DType::kF32, {1e-6, 1e-9, 1e-12}));
+  plan.algorithm = Algorithm::kButterfly;  // all 8 ranks of a node cross at once
+  EXPECT_DOUBLE_EQ(
+      allreduce_time(plan, 1 << 20, p).seconds,
+      comm::predict_allreduce_seconds(Algorithm::kButterfly, 16, 1 << 20, DType::kF32, {1e-6, 8e-9, 1e-12}));
+  // Hierarchical: the intra-node ring plus the algorithm over nodes on 1/8 of the data.
+  plan.hierarchical = true;
+  EXPECT_DOUBLE_EQ(allreduce_time(plan, 1 << 20, p).seconds,
+                   intra + comm::predict_allreduce_seconds(Algorithm::kButterfly, 2, (1 << 20) / 8, DType::kF32,
+                                                           {1e-6, 8e-9, 1e-12}));
+  Profile no_network = p;
+  no_network.network.reset();
+  try {
+    allreduce_time(plan, 100, no_network);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("16 workers need 2 nodes of 8 accelerator(s)"), std::string::npos);
+  }
+}
+
+TEST(ParameterServer, HashemiTotals) {
+  const Profile p = test_profile(1, 1e-5, 1e9);
+  const std::int64_t params = 1000000;
+  const double compute = 0.1, n = 4e6;
+  ServerPlan plan{16, 4, Sync::kBsp, DType::kF32};
+  const ServerTime bsp = parameter_server_time(plan, params, compute, p);
+  const double worker_send = 4 * 1e-5 + n / 1e9, server_send = 16 * (1e-5 + n / 4 / 1e9);
+  EXPECT_DOUBLE_EQ(bsp.push, std::max(worker_send, server_send));
+  EXPECT_DOUBLE_EQ(bsp.step, compute + 2 * bsp.push + 16 * params / 4 / 1e10);
+  plan.sync = Sync::kAsp;
+  const ServerTime asp = parameter_server_time(plan, params, compute, p);
+  const double per_update = 2 * (1e-5 + n / 4 / 1e9) + params / 4 / 1e10;
+  EXPECT_DOUBLE_EQ(asp.step, std::max(compute + 2 * worker_send, 16 * per_update));
+  EXPECT_LE(asp.step, bsp.step);
+  plan.sync = Sync::kSsp;
+  EXPECT_DOUBLE_EQ(parameter_server_time(plan, params, compute, p).step, asp.step);
+  plan.workers = 256;  // many workers: the servers bound the throughput
+  plan.sync = Sync::kAsp;
+  EXPECT_TRUE(parameter_server_time(plan, params, compute, p).servers_bound);
+  plan.servers = 64;  // more shards relieve them
+  EXPECT_LT(parameter_server_time(plan, params, compute, p).step,
+            parameter_server_time({256, 4, Sync::kAsp}, params, compute, p).step);
+}
+
+TEST(StepModel, ParameterServerStep) {
+  RunConfig c;
+  c.workers = 8;
+  c.exchange = Exchange::kParameterServer;
+  c.servers = 2;
+  const StepPrediction s = predict_step(spread(8), test_profile(1, 1e-5, 1e9), c);
+  EXPECT_GT(s.phases.comm, 0);
+  EXPECT_NEAR(s.phases.total(), s.step, 1e-9 * s.step);
+  EXPECT_EQ(exchange_label(c), "ps-bsp x2");
+}
+
+TEST(StepModel, InvalidConfigurationsAreNamed) {
+  auto message = [](RunConfig c) {
+    try {
+      validate(c);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  RunConfig c;
+  c.workers = 0;
+  EXPECT_EQ(message(c), "workers must be >= 1, got 0");
+  c = RunConfig{};
+  c.batch_per_worker = 30;
+  c.accumulate = 4;
+  EXPECT_NE(message(c).find("--accumulate 4 must divide the per-worker batch 30"), std::string::npos);
+  c = RunConfig{};
+  c.sync = Sync::kAsp;
+  EXPECT_NE(message(c).find("--sync asp applies to the parameter server only; use --allreduce ps"), std::string::npos);
+  c = RunConfig{};
+  c.exchange = Exchange::kParameterServer;
+  c.double_buffering = true;
+  EXPECT_NE(message(c).find("--double-buffering applies to allreduce"), std::string::npos);
+  EXPECT_THROW(parse_sync("eventual"), InputError);
+}
+
+}  // namespace
+}  // namespace dtrain::perf
