@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(idx cifar10 safetensors)
+[ ${#targets[@]} -gt 0 ] || targets=(idx cifar10 safetensors hardware_profile)
 
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz

@@ -69,6 +69,18 @@ def main():
                       {"dtrain.format": "checkpoint 1", "dtrain.config": json.dumps({"model": "tiny", "batch": 8}),
                        "dtrain.state": json.dumps(state)}, checksum=True))
 
+    # Hardware profiles: the built-in files of each kind, and one complete profile (device, node
+    # and network in one file, as `dtrain calibrate` writes them), compacted to keep inputs short.
+    profiles = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "profiles")
+    load = lambda kind, name: json.load(open(os.path.join(profiles, kind, name + ".json")))
+    compact = lambda j: json.dumps(j, separators=(",", ":")).encode()
+    write("hardware_profile", "device.json", compact(load("devices", "p100")))
+    write("hardware_profile", "link.json", compact(load("links", "pcie3")))
+    write("hardware_profile", "network.json", compact(load("networks", "ib-fdr")))
+    full = load("devices", "v100")
+    full["network"] = load("networks", "eth-10g")["link"]
+    write("hardware_profile", "complete.json", compact(full))
+
 
 if __name__ == "__main__":
     main()
