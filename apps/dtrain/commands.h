@@ -11,6 +11,7 @@ using Action = std::function<int()>;
 
 Action register_train(CLI::App& app);
 Action register_bench(CLI::App& app);
+Action register_export(CLI::App& app);
 Action register_predict(CLI::App& app);
 Action register_calibrate(CLI::App& app);
 Action register_explain(CLI::App& app);

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   app.footer("Run 'dtrain SUBCOMMAND --help' for the flags of each subcommand.");
   std::vector<dtrain::cli::Action> actions{dtrain::cli::register_train(app), dtrain::cli::register_bench(app),
                                            dtrain::cli::register_predict(app), dtrain::cli::register_calibrate(app),
-                                           dtrain::cli::register_explain(app)};
+                                           dtrain::cli::register_explain(app), dtrain::cli::register_export(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "apps/dtrain/checkpoint_flags.h"
 #include "apps/dtrain/commands.h"
 #include "apps/dtrain/distributed.h"
 #include "comm/agreement.h"
@@ -52,6 +53,7 @@ struct TrainOptions {
   std::string profile;  // predict each epoch's time per step (perfmodel/training_prediction.h)
   std::string trace;    // Chrome trace of a window of steps (train/trace_recorder.h)
   std::int64_t trace_steps = 10;
+  CheckpointFlags checkpoint;
 };
 
 // Every rank's string on every rank, through the communication thread (for the trace).
@@ -97,7 +99,9 @@ std::vector<comm::NamedValue> agreement_values(const TrainOptions& o, const Modu
           {"comm dtype", o.comm_dtype},
           {"bucket-mb", fmt::format("{}", o.bucket_mb)},
           {"double-buffering", o.double_buffering ? "on" : "off"},
-          {"accumulate", std::to_string(o.accumulate)}};
+          {"accumulate", std::to_string(o.accumulate)},
+          {"checkpoint-every", o.checkpoint.dir.empty() ? "" : o.checkpoint.every},
+          {"resume", o.checkpoint.resume ? "yes" : "no"}};
 }
 
 nlohmann::json config_record(const TrainOptions& o, const Dataset& train, std::int64_t params) {
@@ -107,12 +111,16 @@ nlohmann::json config_record(const TrainOptions& o, const Dataset& train, std::i
           {"parameters", params},
           {"epochs", o.epochs},
           {"batch", o.batch},
+          {"limit", o.limit},
+          {"eval_limit", o.eval_limit},
           {"optimizer", o.optimizer.name},
           {"lr", o.optimizer.lr},
           {"momentum", o.optimizer.momentum},
           {"nesterov", o.optimizer.nesterov},
           {"weight_decay", o.optimizer.weight_decay},
           {"schedule", o.schedule.name},
+          {"step_epochs", o.schedule.step_epochs},
+          {"gamma", o.schedule.gamma},
           {"warmup_epochs", o.schedule.warmup_epochs},
           {"augment", o.augment},
           {"threads", o.threads},
@@ -197,6 +205,11 @@ int run_train(TrainOptions o) {
     fmt::print(", {} thread(s)\n", o.threads);
   }
 
+  nlohmann::json config = config_record(o, train, model->num_parameters());
+  config["world_size"] = group.size;
+  auto checkpointer = make_checkpointer(o.checkpoint, *model, *optimizer, group, config, sampler.batches_per_epoch(),
+                                        o.double_buffering);
+
   std::unique_ptr<Updater> updater;
   if (group.active()) {
     updater = std::make_unique<DataParallelUpdater>(*model, *optimizer, *group.worker, dp);
@@ -206,13 +219,18 @@ int run_train(TrainOptions o) {
     }
     updater = std::make_unique<StandardUpdater>(*model, *optimizer);
   }
+  // After the data-parallel updater, whose start-up broadcast of rank 0's batch-norm statistics
+  // would otherwise overwrite the other ranks' restored ones.
+  const std::int64_t start = checkpointer && o.checkpoint.resume ? checkpointer->resume() : 0;
   TrainerOptions topt;
   topt.epochs = o.epochs;
+  topt.start_iteration = start;
   topt.loader = train_loading;
   topt.world_size = group.size;
   topt.sum_across_ranks = group.summer();
   Trainer trainer(*updater, *optimizer, *schedule, train, sampler, topt);
   trainer.add_extension(std::make_unique<EvaluatorExtension>(*model, test, test_sampler, test_loading, group.summer()));
+  if (checkpointer) trainer.add_extension(checkpointer->extension());
   if (leader && plan) trainer.add_extension(std::make_unique<perf::PredictionReport>(plan->prediction, true));
   TraceRecorder* tracer = nullptr;
   if (!o.trace.empty()) {
@@ -224,9 +242,7 @@ int run_train(TrainOptions o) {
   }
   LogReport* log = nullptr;
   if (leader && !o.log.empty()) {
-    nlohmann::json config = config_record(o, train, model->num_parameters());
-    config["world_size"] = group.size;
-    if (plan) config.update(plan->log_fields());
+    if (plan) config.update(plan->log_fields());  // after the checkpointer took its copy: predictions are not config
     auto report = std::make_unique<LogReport>(o.log, config);
     log = report.get();
     trainer.add_extension(std::move(report));
@@ -335,6 +351,7 @@ Action register_train(CLI::App& app) {
                 "Under mpirun: seconds a collective may wait for a peer before failing with an error naming it (0: "
                 "forever)")
       ->capture_default_str();
+  add_checkpoint_flags(*t, o->checkpoint);
   return [t, o]() { return t->parsed() ? run_train(*o) : -1; };
 }
 

@@ -95,6 +95,9 @@ struct ProfileFragment {
 // mistyped, negative or zero value.
 ProfileFragment parse_profile_fragment(const nlohmann::json& j, const std::string& origin);
 ProfileFragment read_profile_file(const std::string& path);
+// The text of a profile file (what read_profile_file parses once it has read the file; the fuzz
+// target calls it directly). Throws DataError for text that is not JSON or not the schema.
+ProfileFragment parse_profile_text(std::string_view text, const std::string& origin);
 // A complete profile in the schema (what `dtrain calibrate` writes); round-trips through
 // parse_profile_fragment.
 nlohmann::json profile_to_json(const Profile& p);

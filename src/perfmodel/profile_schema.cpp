@@ -192,13 +192,18 @@ ProfileFragment read_profile_file(const std::string& path) {
   }
   std::stringstream text;
   text << in.rdbuf();
+  return parse_profile_text(text.str(), path);
+}
+
+ProfileFragment parse_profile_text(std::string_view text, const std::string& origin) {
   json j;
   try {
-    j = json::parse(text.str());
-  } catch (const json::parse_error& e) {
-    throw DataError(fmt::format("profile {}: not valid JSON: {}", path, e.what()));
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    // parse_error for bad syntax; other json exceptions (e.g. invalid UTF-8 in a string) too.
+    throw DataError(fmt::format("profile {}: not valid JSON: {}", origin, e.what()));
   }
-  return parse_profile_fragment(j, path);
+  return parse_profile_fragment(j, origin);
 }
 
 json profile_to_json(const Profile& p) {

@@ -18,20 +18,31 @@ TrainerState Trainer::run() {
   s.epochs = options_.epochs;
   s.world_size = options_.world_size;
   s.iterations_per_epoch = sampler_.batches_per_epoch();
-  s.epoch = options_.start_epoch;
-  s.iteration = options_.start_epoch * s.iterations_per_epoch;
+  if (sampler_.num_samples() != data_.size()) {
+    throw InputError(fmt::format("sampler is for {} samples but dataset {} has {}", sampler_.num_samples(), data_.name,
+                                 data_.size()));
+  }
+  s.iteration = options_.start_iteration > 0 ? options_.start_iteration : options_.start_epoch * s.iterations_per_epoch;
+  s.epoch = s.iteration / s.iterations_per_epoch;
+  std::int64_t skip = s.iteration % s.iterations_per_epoch;  // steps of a resumed epoch already done
+  s.epoch_iteration = skip;
   s.start_time = now_seconds();
   for (auto& e : extensions_) e->on_start(s);
   for (; s.epoch < s.epochs; ++s.epoch) {
-    s.epoch_iteration = 0;
-    s.epoch_loss_sum = 0;
-    s.epoch_correct = s.epoch_samples = 0;
+    if (skip == 0) {
+      s.epoch_iteration = 0;
+      s.epoch_loss_sum = 0;
+      s.epoch_correct = s.epoch_samples = 0;
+    }
     s.epoch_totals_global = false;
     s.epoch_times = {};
     s.last_eval.reset();
     s.record = nlohmann::json::object();
     Stopwatch epoch_clock;
-    Loader loader(data_, sampler_, s.epoch, options_.loader);
+    auto batches = sampler_.epoch_batches(s.epoch);
+    batches.erase(batches.begin(), batches.begin() + skip);
+    skip = 0;
+    Loader loader(data_, std::move(batches), s.epoch, options_.loader);
     while (auto batch = loader.next()) {
       const double progress =
           static_cast<double>(s.epoch) + static_cast<double>(s.epoch_iteration) / static_cast<double>(s.iterations_per_epoch);

@@ -63,6 +63,9 @@ class Extension {
 struct TrainerOptions {
   std::int64_t epochs = 1;
   std::int64_t start_epoch = 0;  // resume
+  // Resume mid-epoch: global steps already done (overrides start_epoch). The epoch's steps done
+  // are skipped; its totals so far are what the extensions' on_start set (a checkpoint's).
+  std::int64_t start_iteration = 0;
   int world_size = 1;
   LoaderOptions loader;
   // Sums the epoch's loss, correct and sample counts over ranks before the extensions run.

@@ -1,0 +1,30 @@
+// The checkpoint flags of `dtrain train` (--checkpoint-dir, --checkpoint-every, --keep, --resume)
+// and what they set up: a Checkpointer wired to the process group.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "apps/dtrain/distributed.h"
+#include "train/checkpointer.h"
+
+namespace dtrain::cli {
+
+struct CheckpointFlags {
+  std::string dir;
+  std::string every;  // "" : every epoch
+  int keep = 3;
+  bool resume = false;
+};
+
+void add_checkpoint_flags(CLI::App& command, CheckpointFlags& flags);
+
+// nullptr without --checkpoint-dir. Checks the flags (a step schedule cannot be combined with
+// double buffering, whose in-flight gradients a checkpoint does not hold). Rank 0 prints notes.
+std::unique_ptr<Checkpointer> make_checkpointer(const CheckpointFlags& flags, Module& model, Optimizer& optimizer,
+                                                ProcessGroup& group, nlohmann::json config,
+                                                std::int64_t iterations_per_epoch, bool double_buffering);
+
+}  // namespace dtrain::cli
