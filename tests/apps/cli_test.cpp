@@ -10,23 +10,14 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/command.h"
+
 namespace {
 
-struct CommandResult {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
+using dtrain::test_support::CommandResult;
 
 CommandResult run(const std::string& args) {
-  const std::string cmd = std::string(DTRAIN_BINARY) + " " + args + " 2>&1";
-  CommandResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), p) != nullptr) r.output += buf.data();
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  return dtrain::test_support::run_command(std::string(DTRAIN_BINARY) + " " + args);
 }
 
 bool has_fashion_mnist() { return std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"); }

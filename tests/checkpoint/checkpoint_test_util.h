@@ -23,26 +23,14 @@
 #include "nn/sequential.h"
 #include "optim/optimizer.h"
 
+#include "support/temp_dir.h"
+
 namespace dtrain::cktest {
 
-class TempDir {
+// A temporary directory named for these tests (tests/support/temp_dir.h).
+class TempDir : public test_support::TempDir {
  public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "dtrain-ckpt-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
+  TempDir() : test_support::TempDir("dtrain-ckpt") {}
 };
 
 inline void write_bytes(const std::string& path, const std::vector<std::uint8_t>& bytes) {

@@ -16,26 +16,14 @@
 #include "data/cifar10.h"
 #include "data/idx.h"
 
+#include "support/temp_dir.h"
+
 namespace dtrain::datatest {
 
-class TempDir {
+// A temporary directory named for these tests (tests/support/temp_dir.h).
+class TempDir : public test_support::TempDir {
  public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "dtrain-data-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
+  TempDir() : test_support::TempDir("dtrain-data") {}
 };
 
 inline void write_file(const std::string& path, const std::vector<std::uint8_t>& bytes) {

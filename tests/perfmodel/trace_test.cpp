@@ -1,10 +1,7 @@
 // Traces: the measured timeline of dtrain train --trace and the predicted one of dtrain predict
 // --trace are well-formed Chrome traces with the same lanes and the expected events.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -15,6 +12,8 @@
 #include "perfmodel/predicted_trace.h"
 #include "perfmodel_test_util.h"
 #include "train/trace_recorder.h"
+
+#include "support/command.h"
 
 namespace dtrain {
 namespace {
@@ -118,22 +117,11 @@ TEST(Trace, RecorderSeesLayersBucketsAndTheWindowOfSteps) {
   std::filesystem::remove(path);
 }
 
-struct CommandResult {
-  int status = -1;
-  std::string output;
-};
+using dtrain::test_support::CommandResult;
 
 CommandResult dtrain(const std::string& args) {
-  const std::string cmd =
-      std::string("DTRAIN_PROFILES=") + DTRAIN_PROFILES_DIR + " " + DTRAIN_BINARY + " " + args + " 2>&1";
-  CommandResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), p) != nullptr) r.output += buf.data();
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  return dtrain::test_support::run_command(std::string("DTRAIN_PROFILES=") + DTRAIN_PROFILES_DIR + " " + DTRAIN_BINARY + " " +
+                                      args);
 }
 
 bool has_fashion_mnist() {
