@@ -14,7 +14,8 @@
 #include "core/error.h"
 
 namespace dtrain::comm {
-namespace {
+// A named namespace, not an anonymous one: LocalWorld::Impl holds these types.
+namespace local_detail {
 
 // One posted isend or irecv. Pending: queued in a mailbox; copying: matched, the memcpy runs
 // outside the world lock; done: complete (error set if the sizes did not match).
@@ -31,7 +32,9 @@ struct Op {
   std::string error;
 };
 
-}  // namespace
+}  // namespace local_detail
+
+using local_detail::Op;
 
 struct LocalWorld::Impl {
   // Per rank: receives it posted that wait for a send, sends to it that wait for a receive, the

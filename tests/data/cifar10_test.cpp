@@ -4,6 +4,7 @@
 
 #include "data/dataset.h"
 #include "data_test_util.h"
+#include "support/text.h"
 
 namespace dtrain {
 namespace {
@@ -13,7 +14,7 @@ using datatest::small_cifar;
 using datatest::TempDir;
 using datatest::write_file;
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using test_support::contains;
 
 // Writes a CIFAR-10 split of `per_file` records per batch file.
 void write_cifar_split(const TempDir& dir, std::string_view split, std::int64_t per_file) {

@@ -6,6 +6,7 @@
 
 #include "data/pixels.h"
 #include "data_test_util.h"
+#include "support/text.h"
 
 namespace dtrain {
 namespace {
@@ -14,7 +15,7 @@ using datatest::data_error_message;
 using datatest::TempDir;
 using datatest::write_file;
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using test_support::contains;
 
 TEST(Dataset, LoadsMnistLikeFilesGzipOrPlain) {
   for (bool compress : {true, false}) {

@@ -4,6 +4,7 @@
 
 #include "data/file_bytes.h"
 #include "data_test_util.h"
+#include "support/text.h"
 
 namespace dtrain {
 namespace {
@@ -15,7 +16,7 @@ using datatest::small_labels;
 using datatest::TempDir;
 using datatest::write_file;
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using test_support::contains;
 
 TEST(Idx, RoundTripRawAndGzip) {
   TempDir dir;

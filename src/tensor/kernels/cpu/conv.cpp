@@ -8,9 +8,9 @@
 // (see Policy below) the primitive runs in formats of its choosing, with reorders at the edges.
 #include <string>
 
-#include "tensor/kernels/geometry.h"
 #include "tensor/kernels/cpu/cpu_backend.h"
 #include "tensor/kernels/cpu/dnnl_util.h"
+#include "tensor/kernels/geometry.h"
 
 namespace dtrain {
 namespace {
@@ -20,8 +20,8 @@ using cpu::OpTag;
 using dnnl::memory;
 
 CacheKey conv_key(OpTag op, const ConvDims& d, const Conv2dGeometry& g, bool bias) {
-  return {{static_cast<std::int64_t>(op), d.N, d.C, d.H, d.W, d.O, d.KH, d.KW, g.stride_h, g.stride_w, g.pad_h,
-           g.pad_w, bias ? 1 : 0}};
+  return {{static_cast<std::int64_t>(op), d.N, d.C, d.H, d.W, d.O, d.KH, d.KW, g.stride_h, g.stride_w, g.pad_h, g.pad_w,
+           bias ? 1 : 0}};
 }
 
 // How activation tensors are described to oneDNN when a primitive is built. dtrain hands the
@@ -58,15 +58,13 @@ memory::desc any_weights_md(const ConvDims& d) {
 memory::dims strides(const Conv2dGeometry& g) { return {g.stride_h, g.stride_w}; }
 memory::dims padding(const Conv2dGeometry& g) { return {g.pad_h, g.pad_w}; }
 
-dnnl::convolution_forward::primitive_desc forward_pd(const ConvDims& d, const Conv2dGeometry& g, bool bias,
-                                                     Policy p) {
+dnnl::convolution_forward::primitive_desc forward_pd(const ConvDims& d, const Conv2dGeometry& g, bool bias, Policy p) {
   using fwd = dnnl::convolution_forward;
-  const fwd::desc desc = bias ? fwd::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                          src_md(d, p), any_weights_md(d), cpu::md1(d.O), dst_md(d, p), strides(g),
-                                          padding(g), padding(g))
-                              : fwd::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                          src_md(d, p), any_weights_md(d), dst_md(d, p), strides(g), padding(g),
-                                          padding(g));
+  const fwd::desc desc =
+      bias ? fwd::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_md(d, p),
+                       any_weights_md(d), cpu::md1(d.O), dst_md(d, p), strides(g), padding(g), padding(g))
+           : fwd::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_md(d, p),
+                       any_weights_md(d), dst_md(d, p), strides(g), padding(g), padding(g));
   return {desc, cpu::scratchpad_attr(), cpu::dnnl_engine()};
 }
 
@@ -140,7 +138,7 @@ void finish_output(const Reorder& r, const Tensor& buffer, const Tensor& t) {
   if (r.needed) r.run(buffer.raw_data(), t.raw_data());
 }
 
-struct FwdEntry {
+struct ConvFwdEntry {
   memory::desc src, dst, weights, bias, scratch;
   dnnl::convolution_forward prim;
   Reorder src_in, weights_in, dst_out;
@@ -174,17 +172,18 @@ Tensor CpuBackend::conv2d_forward(const Tensor& x_in, const Tensor& w, const Ten
     throw ShapeError(fmt::format("conv2d: bias {} does not fit {} output channels", b->shape(), d.O));
   }
   const bool bias = b != nullptr;
-  const auto e = cpu::cached<FwdEntry>(conv_key(OpTag::kConvFwd, d, g, bias), [&] {
-    const auto pd = best_pd<dnnl::convolution_forward::primitive_desc>([&](Policy p) { return forward_pd(d, g, bias, p); });
-    return FwdEntry{pd.src_desc(),
-                    pd.dst_desc(),
-                    pd.weights_desc(),
-                    bias ? pd.bias_desc() : memory::desc(),
-                    pd.scratchpad_desc(),
-                    dnnl::convolution_forward(pd),
-                    Reorder(user_src_md(d), pd.src_desc()),
-                    Reorder(plain_weights_md(d), pd.weights_desc()),
-                    Reorder(pd.dst_desc(), user_dst_md(d))};
+  const auto e = cpu::cached<ConvFwdEntry>(conv_key(OpTag::kConvFwd, d, g, bias), [&] {
+    const auto pd =
+        best_pd<dnnl::convolution_forward::primitive_desc>([&](Policy p) { return forward_pd(d, g, bias, p); });
+    return ConvFwdEntry{pd.src_desc(),
+                        pd.dst_desc(),
+                        pd.weights_desc(),
+                        bias ? pd.bias_desc() : memory::desc(),
+                        pd.scratchpad_desc(),
+                        dnnl::convolution_forward(pd),
+                        Reorder(user_src_md(d), pd.src_desc()),
+                        Reorder(plain_weights_md(d), pd.weights_desc()),
+                        Reorder(pd.dst_desc(), user_dst_md(d))};
   });
   const Tensor x = bind_input(e->src_in, x_in.to_layout(cpu::compute_layout(d.C)));
   const Tensor wb = bind_input(e->weights_in, w);
@@ -247,11 +246,10 @@ WeightGrads CpuBackend::conv2d_backward_weights(const Tensor& dy_in, const Tenso
   const auto e = cpu::cached<BwdWeightsEntry>(conv_key(OpTag::kConvBwdWeights, d, g, with_bias), [&] {
     using bwd = dnnl::convolution_backward_weights;
     const auto pd = best_pd<bwd::primitive_desc>([&](Policy p) {
-      const bwd::desc desc =
-          with_bias ? bwd::desc(dnnl::algorithm::convolution_direct, src_md(d, p), any_weights_md(d), cpu::md1(d.O),
-                                dst_md(d, p), strides(g), padding(g), padding(g))
-                    : bwd::desc(dnnl::algorithm::convolution_direct, src_md(d, p), any_weights_md(d), dst_md(d, p),
-                                strides(g), padding(g), padding(g));
+      const bwd::desc desc = with_bias ? bwd::desc(dnnl::algorithm::convolution_direct, src_md(d, p), any_weights_md(d),
+                                                   cpu::md1(d.O), dst_md(d, p), strides(g), padding(g), padding(g))
+                                       : bwd::desc(dnnl::algorithm::convolution_direct, src_md(d, p), any_weights_md(d),
+                                                   dst_md(d, p), strides(g), padding(g), padding(g));
       return bwd::primitive_desc(desc, cpu::scratchpad_attr(), cpu::dnnl_engine(), forward_pd(d, g, with_bias, p));
     });
     return BwdWeightsEntry{pd.src_desc(),

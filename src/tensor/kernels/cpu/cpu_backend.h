@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 
 #include "tensor/kernels/reference/reference_backend.h"
 
@@ -63,6 +64,14 @@ class CpuBackend : public ReferenceBackend {
 };
 
 Backend& cpu_backend();
+
+// Whether every tensor is f32: the fast kernels' condition; other dtypes fall back to the reference.
+inline bool all_f32(std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts) {
+    if (t->dtype() != DType::kF32) return false;
+  }
+  return true;
+}
 
 // Entries in the fast backend's oneDNN primitive cache, and how many were built (cache misses).
 std::size_t cpu_primitive_cache_size();

@@ -12,7 +12,7 @@ namespace {
 bool is_f32(const Tensor& t) { return t.dtype() == DType::kF32; }
 
 // Loops below this many elements run on the calling thread (a parallel region costs ~1-5 us).
-constexpr std::int64_t kParallelMin = 1 << 16;
+constexpr std::int64_t kElementwiseParallelMin = 1 << 16;
 
 // counter_uniform (reference_backend.h), inlined so the mask loop vectorises; must stay identical.
 inline double uniform_at(std::uint64_t seed, std::uint64_t index) {
@@ -30,7 +30,7 @@ void CpuBackend::fill(Tensor& t, double value) {
   float* p = t.data<float>();
   const float v = static_cast<float>(value);
   const std::int64_t n = t.numel();
-#pragma omp parallel for schedule(static) if (n > kParallelMin)
+#pragma omp parallel for schedule(static) if (n > kElementwiseParallelMin)
   for (std::int64_t i = 0; i < n; ++i) p[i] = v;
 }
 
@@ -52,7 +52,7 @@ Tensor CpuBackend::add(const Tensor& a, const Tensor& b_in) {
   const float* y = b.data<float>();
   float* o = out.data<float>();
   const std::int64_t n = a.numel();
-#pragma omp parallel for schedule(static) if (n > kParallelMin)
+#pragma omp parallel for schedule(static) if (n > kElementwiseParallelMin)
   for (std::int64_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
   return out;
 }
@@ -65,7 +65,7 @@ void CpuBackend::axpy(double alpha, const Tensor& x_in, Tensor& y) {
   float* d = y.data<float>();
   const float a = static_cast<float>(alpha);
   const std::int64_t n = y.numel();
-#pragma omp parallel for schedule(static) if (n > kParallelMin)
+#pragma omp parallel for schedule(static) if (n > kElementwiseParallelMin)
   for (std::int64_t i = 0; i < n; ++i) d[i] += a * s[i];
 }
 
@@ -74,7 +74,7 @@ void CpuBackend::scale(Tensor& t, double alpha) {
   float* d = t.data<float>();
   const float a = static_cast<float>(alpha);
   const std::int64_t n = t.numel();
-#pragma omp parallel for schedule(static) if (n > kParallelMin)
+#pragma omp parallel for schedule(static) if (n > kElementwiseParallelMin)
   for (std::int64_t i = 0; i < n; ++i) d[i] *= a;
 }
 
@@ -87,7 +87,7 @@ Tensor CpuBackend::mul(const Tensor& a, const Tensor& b_in) {
   const float* y = b.data<float>();
   float* o = out.data<float>();
   const std::int64_t n = a.numel();
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+#pragma omp parallel for simd schedule(static) if (n > kElementwiseParallelMin)
   for (std::int64_t i = 0; i < n; ++i) o[i] = x[i] * y[i];
   return out;
 }
@@ -98,7 +98,7 @@ Tensor CpuBackend::relu_forward(const Tensor& x) {
   const float* s = x.data<float>();
   float* o = out.data<float>();
   const std::int64_t n = x.numel();
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+#pragma omp parallel for simd schedule(static) if (n > kElementwiseParallelMin)
   for (std::int64_t i = 0; i < n; ++i) o[i] = s[i] > 0.0f ? s[i] : 0.0f;
   return out;
 }
@@ -112,7 +112,7 @@ Tensor CpuBackend::relu_backward(const Tensor& y, const Tensor& dy_in) {
   const float* g = dy.data<float>();
   float* o = out.data<float>();
   const std::int64_t n = y.numel();
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+#pragma omp parallel for simd schedule(static) if (n > kElementwiseParallelMin)
   for (std::int64_t i = 0; i < n; ++i) o[i] = s[i] > 0.0f ? g[i] : 0.0f;
   return out;
 }
@@ -123,7 +123,7 @@ Tensor CpuBackend::dropout_mask(const Shape& shape, double keep_prob, std::uint6
   float* m = mask.data<float>();
   const float kept = static_cast<float>(1.0 / keep_prob);
   const std::int64_t n = mask.numel();
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin / 4)
+#pragma omp parallel for simd schedule(static) if (n > kElementwiseParallelMin / 4)
   for (std::int64_t i = 0; i < n; ++i) {
     m[i] = uniform_at(seed, static_cast<std::uint64_t>(i)) < keep_prob ? kept : 0.0f;
   }
@@ -135,7 +135,7 @@ double CpuBackend::sum(const Tensor& x) {
   const float* p = x.data<float>();
   const std::int64_t n = x.numel();
   double s = 0;
-#pragma omp parallel for simd schedule(static) reduction(+ : s) if (n > kParallelMin)
+#pragma omp parallel for simd schedule(static) reduction(+ : s) if (n > kElementwiseParallelMin)
   for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(p[i]);
   return s;
 }
@@ -145,7 +145,7 @@ double CpuBackend::sum_of_squares(const Tensor& x) {
   const float* p = x.data<float>();
   const std::int64_t n = x.numel();
   double s = 0;
-#pragma omp parallel for simd schedule(static) reduction(+ : s) if (n > kParallelMin)
+#pragma omp parallel for simd schedule(static) reduction(+ : s) if (n > kElementwiseParallelMin)
   for (std::int64_t i = 0; i < n; ++i) {
     const double v = p[i];
     s += v * v;
@@ -159,7 +159,7 @@ bool CpuBackend::all_finite(const Tensor& x) {
   const std::int64_t n = x.numel();
   std::uint32_t bad = 0;
   // An f32 is Inf or NaN exactly when its exponent bits are all ones.
-#pragma omp parallel for simd schedule(static) reduction(| : bad) if (n > kParallelMin)
+#pragma omp parallel for simd schedule(static) reduction(| : bad) if (n > kElementwiseParallelMin)
   for (std::int64_t i = 0; i < n; ++i) {
     bad |= (std::bit_cast<std::uint32_t>(p[i]) & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
   }

@@ -17,9 +17,7 @@ std::atomic<GemmLibrary> g_library{GemmLibrary::kOneDnn};
 
 void set_gemm_library(GemmLibrary library) { g_library.store(library, std::memory_order_relaxed); }
 GemmLibrary gemm_library() { return g_library.load(std::memory_order_relaxed); }
-const char* gemm_library_name(GemmLibrary library) {
-  return library == GemmLibrary::kOneDnn ? "onednn" : "openblas";
-}
+const char* gemm_library_name(GemmLibrary library) { return library == GemmLibrary::kOneDnn ? "onednn" : "openblas"; }
 
 void sgemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
            std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
@@ -33,8 +31,8 @@ void sgemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int6
                 static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
     return;
   }
-  const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta,
-                                      C, ldc);
+  const dnnl_status_t st =
+      dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   if (st != dnnl_success) {
     throw InternalError(fmt::format("dnnl_sgemm failed with status {} ({} x {} x {})", static_cast<int>(st), M, N, K));
   }

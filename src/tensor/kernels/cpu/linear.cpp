@@ -14,8 +14,8 @@ bool f32(const Tensor& t) { return t.dtype() == DType::kF32; }
 
 void check_linear(const Tensor& x, const Tensor& w) {
   if (x.dim() != 2 || w.dim() != 2 || x.size(1) != w.size(1)) {
-    throw ShapeError(fmt::format("linear: input {} does not fit weight {} (need [N, I] and [O, I])", x.shape(),
-                                 w.shape()));
+    throw ShapeError(
+        fmt::format("linear: input {} does not fit weight {} (need [N, I] and [O, I])", x.shape(), w.shape()));
   }
 }
 

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "tensor/kernels/geometry.h"
 #include "tensor/kernels/cpu/cpu_backend.h"
+#include "tensor/kernels/geometry.h"
 
 namespace dtrain {
 namespace {
 
-constexpr std::int64_t kParallelMin = 1 << 15;  // elements
+constexpr std::int64_t kLossParallelMin = 1 << 15;  // elements
 
 }  // namespace
 
@@ -22,7 +22,7 @@ Tensor CpuBackend::softmax_cross_entropy_forward(const Tensor& logits, const Ten
   const std::int32_t* pl = labels.data<std::int32_t>();
   float* pp = probs.data<float>();
   double total = 0;
-#pragma omp parallel for schedule(static) reduction(+ : total) if (N * K > kParallelMin)
+#pragma omp parallel for schedule(static) reduction(+ : total) if (N * K > kLossParallelMin)
   for (std::int64_t n = 0; n < N; ++n) {
     const float* z = pz + n * K;
     float* p = pp + n * K;
@@ -52,7 +52,7 @@ Tensor CpuBackend::softmax_cross_entropy_backward(const Tensor& probs, const Ten
   const std::int32_t* pl = labels.data<std::int32_t>();
   float* pd = d.data<float>();
   const float f = static_cast<float>(N > 0 ? dloss / static_cast<double>(N) : 0.0);
-#pragma omp parallel for schedule(static) if (N * K > kParallelMin)
+#pragma omp parallel for schedule(static) if (N * K > kLossParallelMin)
   for (std::int64_t n = 0; n < N; ++n) {
 #pragma omp simd
     for (std::int64_t k = 0; k < K; ++k) pd[n * K + k] = pp[n * K + k] * f;
@@ -68,7 +68,7 @@ std::int64_t CpuBackend::count_correct(const Tensor& logits, const Tensor& label
   const float* pz = logits.data<float>();
   const std::int32_t* pl = labels.data<std::int32_t>();
   std::int64_t correct = 0;
-#pragma omp parallel for schedule(static) reduction(+ : correct) if (N * K > kParallelMin)
+#pragma omp parallel for schedule(static) reduction(+ : correct) if (N * K > kLossParallelMin)
   for (std::int64_t n = 0; n < N; ++n) {
     const float* z = pz + n * K;
     std::int64_t best = 0;

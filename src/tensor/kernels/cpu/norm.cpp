@@ -36,22 +36,15 @@ dnnl::batch_normalization_forward::primitive_desc training_pd(const memory::desc
   return {desc, cpu::scratchpad_attr(), cpu::dnnl_engine()};
 }
 
-struct FwdEntry {
+struct NormFwdEntry {
   memory::desc data, stat, scratch;
   dnnl::batch_normalization_forward prim;
 };
 
-struct BwdEntry {
+struct NormBwdEntry {
   memory::desc data, diff_data, stat, scratch;
   dnnl::batch_normalization_backward prim;
 };
-
-bool all_f32(std::initializer_list<const Tensor*> ts) {
-  for (const Tensor* t : ts) {
-    if (t->dtype() != DType::kF32) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -60,9 +53,9 @@ BatchNormForward CpuBackend::batch_norm_forward_training(const Tensor& x, const 
   if (!all_f32({&x, &gamma, &beta})) return ReferenceBackend::batch_norm_forward_training(x, gamma, beta, eps);
   check_norm(x, gamma);
   const std::int64_t C = x.size(1);
-  const auto e = cpu::cached<FwdEntry>(norm_key(OpTag::kBnFwdTraining, x, eps), [&] {
+  const auto e = cpu::cached<NormFwdEntry>(norm_key(OpTag::kBnFwdTraining, x, eps), [&] {
     const auto pd = training_pd(cpu::md_of(x), eps);
-    return FwdEntry{pd.src_desc(), pd.mean_desc(), pd.scratchpad_desc(), dnnl::batch_normalization_forward(pd)};
+    return NormFwdEntry{pd.src_desc(), pd.mean_desc(), pd.scratchpad_desc(), dnnl::batch_normalization_forward(pd)};
   });
   BatchNormForward out{Tensor::empty_like(x), Tensor::empty({C}, DType::kF32), Tensor::empty({C}, DType::kF32)};
   cpu::execute(e->prim, e->scratch,
@@ -84,12 +77,12 @@ Tensor CpuBackend::batch_norm_forward_inference(const Tensor& x, const Tensor& g
   const std::int64_t C = x.size(1);
   DT_CHECK(mean.numel() == C && var.numel() == C, "batch_norm: statistics {} and {} for {} channels", mean.shape(),
            var.shape(), C);
-  const auto e = cpu::cached<FwdEntry>(norm_key(OpTag::kBnFwdInference, x, eps), [&] {
+  const auto e = cpu::cached<NormFwdEntry>(norm_key(OpTag::kBnFwdInference, x, eps), [&] {
     const dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, cpu::md_of(x),
                                                        static_cast<float>(eps),
                                                        kScaleShift | normalization_flags::use_global_stats);
     const dnnl::batch_normalization_forward::primitive_desc pd(desc, cpu::scratchpad_attr(), cpu::dnnl_engine());
-    return FwdEntry{pd.src_desc(), pd.mean_desc(), pd.scratchpad_desc(), dnnl::batch_normalization_forward(pd)};
+    return NormFwdEntry{pd.src_desc(), pd.mean_desc(), pd.scratchpad_desc(), dnnl::batch_normalization_forward(pd)};
   });
   Tensor y = Tensor::empty_like(x);
   cpu::execute(e->prim, e->scratch,
@@ -110,15 +103,14 @@ BatchNormGrads CpuBackend::batch_norm_backward(const Tensor& dy_in, const Tensor
   check_norm(x, gamma);
   check_same_shape(dy_in, x, "batch_norm backward");
   const std::int64_t C = x.size(1);
-  const auto e = cpu::cached<BwdEntry>(norm_key(OpTag::kBnBwd, x, eps), [&] {
+  const auto e = cpu::cached<NormBwdEntry>(norm_key(OpTag::kBnBwd, x, eps), [&] {
     const memory::desc md = cpu::md_of(x);
     const auto hint = training_pd(md, eps);
     const dnnl::batch_normalization_backward::desc desc(dnnl::prop_kind::backward, md, md, static_cast<float>(eps),
                                                         kScaleShift);
-    const dnnl::batch_normalization_backward::primitive_desc pd(desc, cpu::scratchpad_attr(), cpu::dnnl_engine(),
-                                                                hint);
-    return BwdEntry{pd.src_desc(), pd.diff_src_desc(), pd.mean_desc(), pd.scratchpad_desc(),
-                    dnnl::batch_normalization_backward(pd)};
+    const dnnl::batch_normalization_backward::primitive_desc pd(desc, cpu::scratchpad_attr(), cpu::dnnl_engine(), hint);
+    return NormBwdEntry{pd.src_desc(), pd.diff_src_desc(), pd.mean_desc(), pd.scratchpad_desc(),
+                        dnnl::batch_normalization_backward(pd)};
   });
   const Tensor dy = dy_in.to_layout(x.layout());
   BatchNormGrads out{Tensor::empty_like(x), Tensor::empty({C}, DType::kF32), Tensor::empty({C}, DType::kF32)};

@@ -9,14 +9,7 @@
 namespace dtrain {
 namespace {
 
-constexpr std::int64_t kParallelMin = 1 << 15;
-
-bool all_f32(std::initializer_list<const Tensor*> ts) {
-  for (const Tensor* t : ts) {
-    if (t->dtype() != DType::kF32) return false;
-  }
-  return true;
-}
+constexpr std::int64_t kUpdateParallelMin = 1 << 15;
 
 void check_state(const Tensor& w, const Tensor& s, const char* what) {
   check_same_shape(w, s, what);
@@ -37,7 +30,7 @@ void CpuBackend::sgd_update(Tensor& w, const Tensor& g_in, Tensor& v, const SgdH
   const std::int64_t n = w.numel();
   const double lr = h.lr, mu = h.momentum, wd = h.weight_decay;
   if (h.nesterov) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+#pragma omp parallel for simd schedule(static) if (n > kUpdateParallelMin)
     for (std::int64_t i = 0; i < n; ++i) {
       const double grad = pg[i] + wd * pw[i];
       const float vn = static_cast<float>(mu * pv[i] - lr * grad);
@@ -45,7 +38,7 @@ void CpuBackend::sgd_update(Tensor& w, const Tensor& g_in, Tensor& v, const SgdH
       pw[i] += static_cast<float>(mu * vn - lr * grad);
     }
   } else {
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+#pragma omp parallel for simd schedule(static) if (n > kUpdateParallelMin)
     for (std::int64_t i = 0; i < n; ++i) {
       const double grad = pg[i] + wd * pw[i];
       const float vn = static_cast<float>(mu * pv[i] - lr * grad);
@@ -65,7 +58,7 @@ void CpuBackend::rmsprop_update(Tensor& w, const Tensor& g_in, Tensor& s, const 
   const float* pg = g.data<float>();
   const std::int64_t n = w.numel();
   const double lr = h.lr, alpha = h.alpha, eps = h.eps, wd = h.weight_decay;
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+#pragma omp parallel for simd schedule(static) if (n > kUpdateParallelMin)
   for (std::int64_t i = 0; i < n; ++i) {
     const double grad = pg[i] + wd * pw[i];
     const float sn = static_cast<float>(alpha * ps[i] + (1 - alpha) * grad * grad);
@@ -88,7 +81,7 @@ void CpuBackend::adam_update(Tensor& w, const Tensor& g_in, Tensor& m, Tensor& v
   const float* pg = g.data<float>();
   const std::int64_t n = w.numel();
   const double lr = h.lr, b1 = h.beta1, b2 = h.beta2, eps = h.eps, wd = h.weight_decay;
-#pragma omp parallel for simd schedule(static) if (n > kParallelMin)
+#pragma omp parallel for simd schedule(static) if (n > kUpdateParallelMin)
   for (std::int64_t i = 0; i < n; ++i) {
     const double grad = pg[i] + wd * pw[i];
     const float mn = static_cast<float>(b1 * pm[i] + (1 - b1) * grad);

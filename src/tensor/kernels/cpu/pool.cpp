@@ -3,9 +3,9 @@
 // the workspace's bytes; the reference backend's workspace is i32 argmax indices, so a backward
 // pass handed a workspace it does not recognise recomputes the forward pass. Average pooling
 // divides by the full window, padding included (pooling_avg_include_padding).
-#include "tensor/kernels/geometry.h"
 #include "tensor/kernels/cpu/cpu_backend.h"
 #include "tensor/kernels/cpu/dnnl_util.h"
+#include "tensor/kernels/geometry.h"
 
 namespace dtrain {
 namespace {
@@ -32,12 +32,12 @@ dnnl::pooling_forward::primitive_desc forward_pd(const PoolDims& d, Layout layou
   return {desc, cpu::scratchpad_attr(), cpu::dnnl_engine()};
 }
 
-struct FwdEntry {
+struct PoolFwdEntry {
   memory::desc src, dst, workspace, scratch;
   dnnl::pooling_forward prim;
 };
 
-struct BwdEntry {
+struct PoolBwdEntry {
   memory::desc diff_src, diff_dst, workspace, scratch;
   dnnl::pooling_backward prim;
 };
@@ -52,9 +52,10 @@ PoolForward CpuBackend::pool2d_forward(const Tensor& x, PoolKind kind, const Poo
   if (x.dtype() != DType::kF32) return ReferenceBackend::pool2d_forward(x, kind, g);
   const PoolDims d = pool_dims(x.shape(), g);
   const Layout layout = x.layout();
-  const auto e = cpu::cached<FwdEntry>(pool_key(OpTag::kPoolFwd, d, layout, kind, g), [&] {
+  const auto e = cpu::cached<PoolFwdEntry>(pool_key(OpTag::kPoolFwd, d, layout, kind, g), [&] {
     const auto pd = forward_pd(d, layout, kind, g);
-    return FwdEntry{pd.src_desc(), pd.dst_desc(), pd.workspace_desc(), pd.scratchpad_desc(), dnnl::pooling_forward(pd)};
+    return PoolFwdEntry{pd.src_desc(), pd.dst_desc(), pd.workspace_desc(), pd.scratchpad_desc(),
+                        dnnl::pooling_forward(pd)};
   });
   PoolForward out{Tensor::empty({d.N, d.C, d.OH, d.OW}, DType::kF32, Device::cpu(), layout), Tensor()};
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, cpu::mem(e->src, x)}, {DNNL_ARG_DST, cpu::mem(e->dst, out.y)}};
@@ -78,14 +79,14 @@ Tensor CpuBackend::pool2d_backward(const Tensor& dy_in, const Tensor& x, const P
                                  d.N, d.C, d.OH, d.OW));
   }
   const Layout layout = x.layout();
-  const auto e = cpu::cached<BwdEntry>(pool_key(OpTag::kPoolBwd, d, layout, kind, g), [&] {
+  const auto e = cpu::cached<PoolBwdEntry>(pool_key(OpTag::kPoolBwd, d, layout, kind, g), [&] {
     const auto hint = forward_pd(d, layout, kind, g);
     const dnnl::pooling_backward::desc desc(algorithm_of(kind), cpu::md4(d.N, d.C, d.H, d.W, layout),
                                             cpu::md4(d.N, d.C, d.OH, d.OW, layout), {g.stride_h, g.stride_w},
                                             {g.kernel_h, g.kernel_w}, {g.pad_h, g.pad_w}, {g.pad_h, g.pad_w});
     const dnnl::pooling_backward::primitive_desc pd(desc, cpu::scratchpad_attr(), cpu::dnnl_engine(), hint);
-    return BwdEntry{pd.diff_src_desc(), pd.diff_dst_desc(), pd.workspace_desc(), pd.scratchpad_desc(),
-                    dnnl::pooling_backward(pd)};
+    return PoolBwdEntry{pd.diff_src_desc(), pd.diff_dst_desc(), pd.workspace_desc(), pd.scratchpad_desc(),
+                        dnnl::pooling_backward(pd)};
   });
   const Tensor dy = dy_in.to_layout(layout);
   Tensor dx = Tensor::empty(x.shape(), DType::kF32, Device::cpu(), layout);
