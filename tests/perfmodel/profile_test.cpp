@@ -64,6 +64,10 @@ TEST(Profile, EveryBuiltInFileParsesWithSources) {
     }
     EXPECT_EQ(p.node.accelerators, 1) << d;
     EXPECT_FALSE(p.network.has_value()) << d;
+    ASSERT_TRUE(p.device.step_variation.has_value()) << d;
+    EXPECT_GT(p.device.variation(), 0) << d;
+    EXPECT_LT(p.device.variation(), 0.1) << d;
+    EXPECT_FALSE(p.device.step_variation->source.empty()) << d;
   }
   for (const std::string n : {"ib-fdr", "ib-edr", "ib-ndr", "eth-10g", "eth-25g", "eth-50g", "eth-100g"}) {
     const Profile p = load_profile("p100+" + n);
