@@ -38,6 +38,7 @@ int run_explain(const ExplainOptions& o) {
     j["comm_busy_s"] = e.comm_busy;
     j["comm_latency_s"] = e.comm_latency;
     j["comm_allreduce_s"] = e.comm_allreduce;
+    j["straggler_s"] = e.straggler;
     j["buckets"] = e.buckets;
   }
   fmt::print("{}\n", j.dump(2));

@@ -13,6 +13,7 @@
 #include "perfmodel/published.h"
 #include "perfmodel/report.h"
 #include "perfmodel/run_model.h"
+#include "perfmodel/straggler.h"
 #include "perfmodel/svg_plot.h"
 
 namespace dtrain::cli {
@@ -128,7 +129,8 @@ std::string describe_profile(const perf::Profile& p) {
   return s;
 }
 
-void print_breakdown(const perf::Workload& w, const perf::Profile& p, std::int64_t micro_batch) {
+void print_breakdown(const perf::Workload& w, const perf::Profile& p, std::int64_t micro_batch,
+                     const std::vector<perf::RunPrediction>& runs) {
   fmt::print("\ncompute per micro-batch of {} on {}:\n  {:<12} {:>6} {:>10} {:>10} {:>13}\n", micro_batch,
              p.device.name, "kind", "layers", "forward", "backward", "memory-bound");
   for (const perf::KindTime& k : perf::time_by_kind(w.layers, micro_batch, p.device)) {
@@ -136,6 +138,20 @@ void print_breakdown(const perf::Workload& w, const perf::Profile& p, std::int64
     fmt::print("  {:<12} {:>6} {:>10} {:>10} {:>13}\n", k.kind, k.layers, perf::format_seconds(k.forward),
                perf::format_seconds(k.backward), perf::format_seconds(k.memory_bound));
   }
+  // The straggler term's factors, once per worker count.
+  if (p.device.variation() <= 0) return;
+  fmt::print("straggler wait per step = step variation {:.1f}% x compute x E[max of p standard normals]:",
+             100 * p.device.variation());
+  int shown = 0;
+  const char* sep = " ";
+  for (const perf::RunPrediction& r : runs) {
+    if (r.config.workers == shown || r.step.straggler <= 0) continue;
+    shown = r.config.workers;
+    fmt::print("{}p = {}: {:.3f}, {}", sep, shown, perf::expected_max_of_normals(shown),
+               perf::format_seconds(r.step.straggler));
+    sep = "; ";
+  }
+  fmt::print("\n");
 }
 
 int run_predict(const PredictOptions& o) {
@@ -206,7 +222,7 @@ int run_predict(const PredictOptions& o) {
     fmt::print(", {} parameter-server shard(s)", o.servers);
   }
   fmt::print(", {} epochs\n\n{}", o.epochs, perf::format_table(runs));
-  if (o.breakdown) print_breakdown(workload, profile, o.batch_per_worker / o.accumulate);
+  if (o.breakdown) print_breakdown(workload, profile, o.batch_per_worker / o.accumulate, runs);
   if (!o.plot.empty()) fmt::print("scaling chart: {}\n", o.plot);
   if (!o.trace.empty()) fmt::print("predicted trace: {}\n", o.trace);
   return 0;

@@ -22,6 +22,7 @@
 #include "optim/optimizer.h"
 #include "perfmodel/layer_cost.h"
 #include "perfmodel/layer_trace.h"
+#include "perfmodel/straggler.h"
 
 namespace dtrain::perf {
 namespace {
@@ -29,6 +30,9 @@ namespace {
 constexpr std::size_t kMinStreamBytes = std::size_t{1} << 20;
 constexpr std::size_t kDiskBytes = std::size_t{64} << 20;
 constexpr int kMinCalls = 5, kMaxCalls = 10000, kWarmupCalls = 2;
+// Compute steps timed for their variation: at least kMinSteps and for kStepSeconds x min_seconds.
+constexpr std::size_t kMinSteps = 12, kMaxSteps = 400;
+constexpr double kStepSeconds = 5;
 
 void sync(const ComputeCalibrationOptions& o) {
   if (o.barrier) o.barrier();
@@ -147,6 +151,23 @@ double disk_read_rate(const std::string& dir_option) {
                     path));
   }
   return static_cast<double>(read_bytes) / seconds;
+}
+
+// Compute steps, each one forward and backward of every layer shape of the bench, timed one by one
+// (after one warm-up step).
+std::vector<double> time_steps(LayerBench& bench, double min_seconds) {
+  const auto step = [&bench] {
+    for (std::size_t i = 0; i < bench.layers().size(); ++i) bench.run(i);
+  };
+  step();
+  std::vector<double> seconds;
+  const Stopwatch total;
+  while (seconds.size() < kMinSteps || (total.seconds() < kStepSeconds * min_seconds && seconds.size() < kMaxSteps)) {
+    const Stopwatch sw;
+    step();
+    seconds.push_back(sw.seconds());
+  }
+  return seconds;
 }
 
 double update_seconds(Module& model, double min_seconds) {
@@ -289,6 +310,9 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
     d.compute[k] = solve_roofline_rate(per_kind[k]);
     d.shapes[k] = static_cast<int>(per_kind[k].size());
   }
+  sync(o);
+  d.step_seconds = time_steps(bench, o.min_seconds);
+  d.step_variation = robust_variation(d.step_seconds);
   double params = 0, update = 0;
   for (const auto& m : bench.models()) {
     sync(o);

@@ -14,6 +14,10 @@
 //                              its shapes, i.e. solves  sum_i max(F_i / r, M_i) = sum_i T_i  for r
 //                              (F FLOPs, M the memory term at the measured rates, T the mean
 //                              time). It is sum F / sum T when arithmetic binds every shape;
+//   step variation             compute steps (one forward and backward of every layer shape
+//                              above, in order) timed one by one: the robust coefficient of
+//                              variation of their times (straggler.h: robust_variation), which
+//                              calibration.h combines over ranks;
 //   update                     the optimizer step (momentum SGD, as `dtrain train` defaults to)
 //                              on each representative model's parameters: parameters / second;
 //   disk_read                  a file of 64 MiB written, synced, dropped from the page cache
@@ -60,6 +64,8 @@ struct DeviceCalibration {
   double update = 0;                                   // parameters/s
   double disk_read = 0;                                // bytes/s of this process
   std::vector<ShapeTiming> timings;
+  std::vector<double> step_seconds;  // the timed compute steps, in order
+  double step_variation = 0;         // robust std / median of step_seconds
 };
 
 // The module (or functional op) of a layer, built alone; empty for kinds the benchmark does not
@@ -101,7 +107,8 @@ class LayerBench {
   std::size_t largest_bytes_ = 0;
 };
 
-// Memory rates, then every layer of the bench (timings[i] is layer i), the update and the disk.
+// Memory rates, then every layer of the bench (timings[i] is layer i), the compute steps, the
+// update and the disk.
 DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOptions& options);
 
 // The rate that makes sum_i max(flops_i / r, memory_i) equal sum_i seconds_i (bisection; falls

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <ctime>
 #include <fstream>
 
@@ -42,6 +43,12 @@ std::vector<double> sum_over_ranks(CommWorker* w, std::vector<double> v) {
   return {f.begin(), f.end()};
 }
 
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
 std::string gbps(double bytes_per_s) { return fmt::format("{:.2f} GB/s", bytes_per_s / 1e9); }
 
 }  // namespace
@@ -74,6 +81,10 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   for (double r : mine.compute) v.push_back(1 / r);
   const bool on_first_host = c.transport.host_of.at(static_cast<std::size_t>(rank)) == c.transport.host_of[0];
   v.push_back(on_first_host ? mine.disk_read : 0);
+  // The step variation: each rank's median step and robust variance (straggler.h).
+  const double median = median_of(mine.step_seconds);
+  const double sigma = mine.step_variation * median;
+  v.insert(v.end(), {median, median * median, sigma * sigma});
   const std::vector<double> sum = sum_over_ranks(worker, v);
   const double p = c.ranks;
   c.device = mine;
@@ -82,6 +93,12 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   c.device.update = p / sum[2];
   for (std::size_t k = 0; k < kComputeKinds.size(); ++k) c.device.compute[k] = p / sum[3 + k];
   c.device.disk_read = sum[3 + kComputeKinds.size()];
+  const std::size_t at = 4 + kComputeKinds.size();
+  const double mean_median = sum[at] / p;
+  const double between = p > 1 ? std::max(0.0, (sum[at + 1] - p * mean_median * mean_median) / (p - 1)) : 0.0;
+  const double within = sum[at + 2] / p;
+  // The schema takes a fraction below 1; a spread that large means the machine was swamped.
+  c.device.step_variation = mean_median > 0 ? std::min(0.99, std::sqrt(within + between) / mean_median) : 0.0;
   c.options = o;
   c.options.device.barrier = nullptr;
   c.seconds = sw.seconds();
@@ -112,6 +129,12 @@ Profile calibrated_profile(const Calibration& c) {
       q(c.device.memory_write, fmt::format("{} MiB streamed write per rank (the largest activation at batch {}); {}",
                                            c.device.stream_bytes >> 20, c.options.device.batch, layout));
   d.update = q(c.device.update, fmt::format("momentum SGD step on the parameters of {}; {}", models, layout));
+  d.step_variation =
+      q(c.device.step_variation,
+        fmt::format("{} compute steps per rank timed one by one (a forward and backward of every layer shape of {} "
+                    "at batch {}): interquartile range / 1.349 / median, combined with the spread of the {} rank(s)' "
+                    "medians; {}",
+                    c.device.step_seconds.size(), models, c.options.device.batch, c.ranks, layout));
   d.reduce = q(c.transport.reduce > 0 ? c.transport.reduce : c.device.memory_read / 3,
                c.transport.reduce > 0 ? fmt::format("comm::reduce_sum of 4 MiB f32; {}", layout)
                                       : "one process: no reduction between ranks; a third of the memory read rate");
@@ -163,6 +186,11 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
                      c.device.shapes[k]);
   }
   s += fmt::format("  update          {:.0f} M parameters/s\n", c.device.update / 1e6);
+  if (!c.device.step_seconds.empty()) {
+    s += fmt::format("  step variation  {:.1f}% (standard deviation / mean of {} compute steps of about {} per rank)\n",
+                     100 * c.device.step_variation, c.device.step_seconds.size(),
+                     format_seconds(median_of(c.device.step_seconds)));
+  }
   s += fmt::format("  disk read       {} per host\n", gbps(c.device.disk_read));
   if (c.transport.reduce > 0) s += fmt::format("  reduce (gamma)  {}\n", gbps(c.transport.reduce));
   if (c.overlap.measured) {

@@ -9,7 +9,9 @@
 // each for their compute... and their memory bandwidth), which is what a data-parallel step sees.
 // Device constants are the harmonic mean over ranks (the mean of their times); the node's disk
 // rate is the sum over the ranks of one host; links are measured between ranks (see
-// calibrate_transport.h).
+// calibrate_transport.h). The step variation combines the spread of each rank's compute steps
+// with the spread of the ranks' medians (a rank that is slower every step makes the others wait
+// too): sqrt(mean of the ranks' variances + variance of their medians) / mean median.
 #pragma once
 
 #include <string>

@@ -35,6 +35,12 @@ std::string ms(double s) { return format_seconds(s); }
 std::string advice(const std::string& part, const Explanation& e, const RunConfig& c) {
   if (part == "exposed communication") {
     if (!e.has_model) return "the wait for the gradient buckets after backward";
+    if (e.straggler > 0.5 * e.predicted.comm) {
+      return fmt::format(
+          "mostly the wait for the slowest worker ({} of the model's {}): ranks that differ in speed (a busier "
+          "host, other jobs) or jitter from step to step; give every rank the same share of the machine",
+          ms(e.straggler), ms(e.predicted.comm));
+    }
     const bool latency = e.comm_latency > 0.5 * e.comm_allreduce;
     if (latency) {
       return fmt::format(
@@ -145,6 +151,7 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec)
     e.comm_busy = p.comm;
     e.comm_latency = p.comm_latency;
     e.comm_allreduce = p.comm_allreduce;
+    e.straggler = p.straggler;
     e.buckets = static_cast<int>(p.buckets.size());
   }
 
@@ -166,6 +173,9 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec)
   row("forward", e.measured.forward, e.predicted.forward);
   row("backward", e.measured.backward, e.predicted.backward);
   row("communication (exposed)", e.measured.comm, e.predicted.comm);
+  if (e.has_model && e.straggler > 0) {
+    s += fmt::format("  {:<24} {:>10} {:>10}\n", "  of which straggler wait", "", ms(e.straggler));
+  }
   row("update", e.measured.update, e.predicted.update);
   row("other", e.measured_other, 0, false);
   row("step", e.measured_step, e.predicted_step);
@@ -178,7 +188,11 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec)
         "\ncommunication (model): {} bucket(s), {} per step on the communication thread, of which the collectives "
         "{} (latency {}: rounds x alpha; bandwidth and reduction {}); {} of it overlaps compute, {} is exposed\n",
         e.buckets, ms(e.comm_busy), ms(e.comm_allreduce), ms(e.comm_latency), ms(e.comm_allreduce - e.comm_latency),
-        ms(std::max(0.0, e.comm_busy - e.predicted.comm)), ms(e.predicted.comm));
+        ms(std::max(0.0, e.comm_busy - (e.predicted.comm - e.straggler))), ms(e.predicted.comm - e.straggler));
+    if (e.straggler > 0) {
+      s += fmt::format("straggler wait (model): {} per step waiting for the slowest of the {} workers\n",
+                       ms(e.straggler), c.workers);
+    }
   }
 
   // Scaling against one worker with the same per-worker batch.

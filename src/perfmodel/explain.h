@@ -6,8 +6,9 @@
 //              exposed communication, update, and the loop's own remainder;
 //   model      the same terms predicted for the same configuration (the prediction the run logged
 //              with --profile, or one made now from --profile), with the communication split into
-//              the collectives' latency (rounds x alpha) and bandwidth (bytes x beta, gamma) and
-//              how much of it backward hid;
+//              the collectives' latency (rounds x alpha) and bandwidth (bytes x beta, gamma),
+//              how much of it backward hid, and the wait for the slowest worker (straggler.h),
+//              which the trainer measures as exposed communication;
 //   scaling    the model's one-worker step with the same per-worker batch (weak scaling) against
 //              the measured step, and the loss split into exposed communication, compute slowed
 //              beside the other ranks and the communication thread, data and the rest; the
@@ -42,6 +43,7 @@ struct Explanation {
   double predicted_step = 0, one_worker_step = 0;
   PhaseTimes predicted;  // per step
   double comm_busy = 0, comm_latency = 0, comm_allreduce = 0;
+  double straggler = 0;  // of predicted.comm: the wait for the slowest worker
   int buckets = 0;
   std::string limit;  // what limits scaling
   std::string text;   // the report

@@ -12,8 +12,8 @@
 //   worker period  = compute + 2 (K alpha + f n beta),
 //   server time per worker update = 2 (alpha + (n/K) beta) + c_u P / K,
 //   seconds per W worker steps = max(worker period, W * server time per update).
-// The model has no stragglers (every worker takes the same time), so SSP's staleness bound never
-// binds and SSP predicts as ASP.
+// Here every worker takes the same time, so SSP's staleness bound never binds and SSP predicts as
+// ASP; the wait for the slowest worker under BSP (straggler.h) is added by step_model.h.
 #pragma once
 
 #include <cstdint>

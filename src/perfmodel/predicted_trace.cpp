@@ -21,7 +21,8 @@ std::vector<TraceEvent> predicted_trace_events(const StepPrediction& s, int work
   if (steps < 1) throw InputError(fmt::format("--trace-steps must be >= 1, got {}", steps));
   std::vector<TraceEvent> out;
   const int ranks = std::clamp(workers, 1, max_ranks);
-  // Where the compute thread waits: for data before forward, for the buckets before the update.
+  // Where the compute thread waits: for data before forward, for the buckets before the update
+  // (the model's "wait for the slowest worker" lies inside that wait).
   double first_compute = s.step, backward_end = 0, update_start = s.step;
   for (const TimelineEvent& e : s.timeline) {
     if (e.lane != "compute") continue;

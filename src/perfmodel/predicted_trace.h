@@ -2,8 +2,8 @@
 // repeated) in the Chrome trace format a measured run writes (train/trace_format.h,
 // `dtrain train --trace`), so that the two open side by side: the same lanes (compute,
 // communication, data loader), the same names (layer paths, "bucket k", "update", "wait for data",
-// "wait for gradients") and categories, one process per rank (every rank predicts alike; at most
-// `max_ranks` are written).
+// "wait for gradients"; the model's own "wait for the slowest worker") and categories, one process per rank (every rank
+// predicts alike; at most `max_ranks` are written).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -4,7 +4,8 @@
 //
 // A profile has three parts:
 //   device   compute rate per layer kind (FLOP/s), memory read and write bandwidth, optimizer
-//            update rate (parameters/s) and reduction rate (bytes/s, the gamma term);
+//            update rate (parameters/s), reduction rate (bytes/s, the gamma term) and the
+//            variation of a worker's compute time per step (stragglers: straggler.h);
 //   node     accelerators per node, the link between them, the node's disk read bandwidth;
 //   network  the link between nodes (absent: a single-node machine).
 // A link is a latency (alpha, seconds per message) and a bandwidth per direction (1 / beta).
@@ -52,6 +53,12 @@ struct DeviceProfile {
   Quantity memory_read, memory_write;                  // bytes/s
   Quantity update;                                     // parameters/s of the optimizer step
   Quantity reduce;                                     // bytes/s added into a buffer (1 / gamma)
+  // The coefficient of variation (standard deviation / mean) of one worker's compute time per
+  // step, from step to step and from device to device: what makes a synchronous step wait for
+  // its slowest worker (straggler.h). Optional in the schema, a fraction in [0, 1); absent: 0,
+  // identical workers.
+  std::optional<Quantity> step_variation;
+  double variation() const { return step_variation ? step_variation->value : 0; }
 };
 
 // How much of its speed each of a worker's two threads keeps while the other one is busy: on a

@@ -97,7 +97,8 @@ class Reader {
   }
 
   DeviceProfile device(const json& j) const {
-    fields(j, "device", {"name", "compute", "memory_read", "memory_write", "update", "reduce"}, {"nvlink"});
+    fields(j, "device", {"name", "compute", "memory_read", "memory_write", "update", "reduce"},
+           {"nvlink", "step_variation"});
     DeviceProfile d;
     d.name = text(j["name"], "device.name");
     if (j.contains("nvlink")) d.nvlink = text(j["nvlink"], "device.nvlink");
@@ -110,6 +111,14 @@ class Reader {
     d.memory_write = quantity(j["memory_write"], "device.memory_write", false, "bytes per second");
     d.update = quantity(j["update"], "device.update", false, "parameters per second");
     d.reduce = quantity(j["reduce"], "device.reduce", false, "bytes per second");
+    if (j.contains("step_variation")) {
+      const char* what = "a fraction: standard deviation / mean of a worker's compute time per step";
+      d.step_variation = quantity(j["step_variation"], "device.step_variation", true, what);
+      if (d.step_variation->value >= 1) {
+        fail(fmt::format("'device.step_variation' is {}; it must be in [0, 1) ({}, e.g. 0.02 for 2%)",
+                         d.step_variation->value, what));
+      }
+    }
     return d;
   }
 
@@ -218,6 +227,7 @@ json profile_to_json(const Profile& p) {
                  {"update", quantity_json(p.device.update)},
                  {"reduce", quantity_json(p.device.reduce)}};
   if (!p.device.nvlink.empty()) device["nvlink"] = p.device.nvlink;
+  if (p.device.step_variation) device["step_variation"] = quantity_json(*p.device.step_variation);
   json node = {{"accelerators", p.node.accelerators},
                {"intra_link", link_json(p.node.intra_link)},
                {"disk_read", quantity_json(p.node.disk_read)}};

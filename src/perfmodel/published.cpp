@@ -22,7 +22,7 @@ const std::vector<PublishedRun>& published_runs() {
         {"he2016", "He et al. 2016, ResNet-50 on 8 P100 in one server, batch 256 (timed by Goyal et al. 2017)",
          "resnet50", "imagenet", "8xp100-nvlink", he, 90, 29.0, 0.25},
         {"goyal2017", "Goyal et al. 2017, 256 P100 in 32 servers of 8, 50 Gbit Ethernet, batch 8192", "resnet50",
-         "imagenet", "8xp100-nvlink+eth-50g", goyal, 90, 1.0, 0.30},
+         "imagenet", "8xp100-nvlink+eth-50g", goyal, 90, 1.0, 0.25},
     };
   }();
   return runs;
@@ -51,12 +51,12 @@ std::string format_published(const std::vector<PublishedCheck>& checks) {
   for (const PublishedCheck& c : checks) {
     const StepPrediction& s = c.prediction.step;
     out += fmt::format(
-        "{}\n  profile {}, {} x batch {}, {}: step {} (compute {}, comm {} of which {} exposed, data {}), "
-        "{} steps per epoch\n  predicted {:.2f} h, published {:.1f} h, error {:+.1f}% (accepted: {:.0f}%)\n",
+        "{}\n  profile {}, {} x batch {}, {}: step {} (compute {}, comm {} of which {} exposed, straggler wait {}, "
+        "data {}), {} steps per epoch\n  predicted {:.2f} h, published {:.1f} h, error {:+.1f}% (accepted: {:.0f}%)\n",
         c.run.citation, c.run.profile, c.run.config.workers, c.run.config.batch_per_worker,
         exchange_label(c.run.config), format_seconds(s.step), format_seconds(s.compute), format_seconds(s.comm),
-        format_seconds(s.phases.comm), format_seconds(s.data), c.prediction.steps_per_epoch, c.predicted_hours,
-        c.run.published_hours, 100 * c.error, 100 * c.run.tolerance);
+        format_seconds(s.exposed_comm()), format_seconds(s.straggler), format_seconds(s.data),
+        c.prediction.steps_per_epoch, c.predicted_hours, c.run.published_hours, 100 * c.error, 100 * c.run.tolerance);
   }
   return out;
 }

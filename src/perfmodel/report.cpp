@@ -28,18 +28,20 @@ std::string format_seconds(double s) {
 std::string format_table(const std::vector<RunPrediction>& runs) {
   if (runs.empty()) return "";
   const int epochs = runs.front().epochs;
-  const std::vector<std::string> head = {"workers",        "exchange",   "compute",  "data",
-                                         "comm (exposed)", "step",       "epoch",    fmt::format("{} epochs", epochs),
-                                         "speedup",        "efficiency", "device-h", "bottleneck"};
+  const std::vector<std::string> head = {"workers",   "exchange",       "compute",
+                                         "data",      "comm (exposed)", "straggler wait",
+                                         "step",      "epoch",          fmt::format("{} epochs", epochs),
+                                         "speedup",   "efficiency",     "device-h",
+                                         "bottleneck"};
   std::vector<std::vector<std::string>> rows;
   for (const RunPrediction& r : runs) {
     const StepPrediction& s = r.step;
     rows.push_back({std::to_string(r.config.workers), r.config.workers == 1 ? "-" : exchange_label(r.config),
                     format_seconds(s.compute), format_seconds(s.data),
-                    fmt::format("{} ({})", format_seconds(s.comm), format_seconds(s.phases.comm)),
-                    format_seconds(s.step), format_seconds(r.epoch_seconds), format_seconds(r.total_seconds),
-                    fmt::format("{:.1f}", r.speedup), fmt::format("{:.0f}%", 100 * r.efficiency),
-                    fmt::format("{:.0f}", r.device_hours), s.bottleneck});
+                    fmt::format("{} ({})", format_seconds(s.comm), format_seconds(s.exposed_comm())),
+                    s.straggler > 0 ? format_seconds(s.straggler) : "-", format_seconds(s.step),
+                    format_seconds(r.epoch_seconds), format_seconds(r.total_seconds), fmt::format("{:.1f}", r.speedup),
+                    fmt::format("{:.0f}%", 100 * r.efficiency), fmt::format("{:.0f}", r.device_hours), s.bottleneck});
   }
   std::vector<std::size_t> width(head.size());
   for (std::size_t c = 0; c < head.size(); ++c) {
@@ -86,6 +88,7 @@ nlohmann::json run_to_json(const RunPrediction& r) {
           {"comm_s", s.comm},
           {"comm_allreduce_s", s.comm_allreduce},
           {"comm_latency_s", s.comm_latency},
+          {"straggler_s", s.straggler},
           {"phases_s",
            {{"data", s.phases.data},
             {"forward", s.phases.forward},

@@ -14,8 +14,9 @@ namespace dtrain::perf {
 std::string format_seconds(double seconds);
 
 // One row per prediction: workers, exchange, compute, data and communication per step (the
-// exposed part in brackets), step, epoch, all epochs, speedup, efficiency, device-hours and the
-// bottleneck; then the best exchange per worker count when there is a choice.
+// exposed part in brackets), the wait for the slowest worker, step, epoch, all epochs, speedup,
+// efficiency, device-hours and the bottleneck; then the best exchange per worker count when there
+// is a choice.
 std::string format_table(const std::vector<RunPrediction>& runs);
 
 nlohmann::json run_to_json(const RunPrediction& r);

@@ -10,6 +10,7 @@
 #include "perfmodel/allreduce_time.h"
 #include "perfmodel/layer_cost.h"
 #include "perfmodel/step_simulation.h"
+#include "perfmodel/straggler.h"
 
 namespace dtrain::perf {
 namespace {
@@ -74,12 +75,19 @@ StepPrediction predict_parameter_server(const Workload& w, const Profile& p, con
   s.compute = fwd + bwd;
   s.comm = t.push + t.pull + t.server_update;
   s.comm_allreduce = t.push + t.pull;
-  const double exposed_data = std::max(0.0, data - t.step);
-  s.step = t.step + exposed_data;
+  // BSP: the servers wait for every push, so the step waits for the slowest worker's.
+  s.straggler = c.sync == Sync::kBsp ? straggler_wait(s.compute, p.device.variation(), c.workers) : 0;
+  const double period = t.step + s.straggler;
+  const double exposed_data = std::max(0.0, data - period);
+  s.step = period + exposed_data;
   s.data = data;
-  s.phases = {exposed_data, fwd, bwd, t.exposed, 0};
+  s.phases = {exposed_data, fwd, bwd, t.exposed + s.straggler, 0};
   add_compute_events(w, plan, c.accumulate, exposed_data, s);
   double at = exposed_data + fwd + bwd;
+  if (s.straggler > 0) {
+    s.timeline.push_back({"wait for the slowest worker", "straggler", "compute", at, s.straggler});
+    at += s.straggler;
+  }
   s.timeline.push_back({"push gradients", "push", "comm", at, t.push});
   s.timeline.push_back({"server update", "server", "servers", at + t.push, t.server_update});
   s.timeline.push_back({"pull parameters", "pull", "comm", at + t.push + t.server_update, t.pull});
@@ -217,15 +225,19 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   s.comm = 0;
   for (double x : sim.bucket_seconds) s.comm += x;
   s.data = data;
-  const double exposed_data = std::max(0.0, data - r.period);
-  s.step = r.period + exposed_data;
+  // Every worker's update waits for the slowest worker's last bucket: the wait goes before the
+  // update (the loader runs on its own thread, so a slower period hides more of it).
+  s.straggler = straggler_wait(s.compute, d.variation(), c.workers);
+  const double period = r.period + s.straggler;
+  const double exposed_data = std::max(0.0, data - period);
+  s.step = period + exposed_data;
   // As the updater times them: wall time of the forward passes, of the backward passes, of the
-  // wait for the buckets, of the update.
+  // wait for the buckets (and for the slowest worker), of the update.
   double forward_wall = 0, backward_wall = 0;
   for (std::size_t i = 0; i < sim.items.size(); ++i) {
     (item_backward[i] ? backward_wall : forward_wall) += r.item_end[i] - r.item_start[i];
   }
-  s.phases = {exposed_data, forward_wall, backward_wall, r.update_start - r.backward_end,
+  s.phases = {exposed_data, forward_wall, backward_wall, r.update_start - r.backward_end + s.straggler,
               r.update_end - r.update_start};
   for (std::size_t b = 0; b < s.buckets.size(); ++b) {
     s.buckets[b].ready = r.bucket_ready[b];
@@ -241,7 +253,12 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
     s.timeline.push_back({fmt::format("bucket {}", b), "allreduce", "comm", exposed_data + s.buckets[b].start,
                           s.buckets[b].end - s.buckets[b].start});
   }
-  s.timeline.push_back({"update", "update", "compute", exposed_data + r.update_start, r.update_end - r.update_start});
+  if (s.straggler > 0) {
+    s.timeline.push_back(
+        {"wait for the slowest worker", "straggler", "compute", exposed_data + r.update_start, s.straggler});
+  }
+  s.timeline.push_back(
+      {"update", "update", "compute", exposed_data + r.update_start + s.straggler, r.update_end - r.update_start});
   s.timeline.push_back({"load batch", "data", "loader", 0, data});
   s.bottleneck = name_bottleneck(s.compute, s.comm, s.comm_latency, data, false);
   return s;

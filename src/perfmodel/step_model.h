@@ -12,7 +12,16 @@
 //     bucket (scale by 1/(pK), cast to and from f16/bf16, the finite check). What runs past the
 //     end of backward is exposed; with double buffering the update waits for the previous
 //     step's buckets instead, so communication hides behind a whole step;
-//   - communication (parameter server): parameter_server.h.
+//   - communication (parameter server): parameter_server.h;
+//   - stragglers (straggler.h): a synchronous step (allreduce, or the parameter server's BSP)
+//     waits for the slowest of the p workers, on average  v x compute x E[max of p standard
+//     normals]  longer than one worker's own step (v the device's step_variation). The wait
+//     comes before the update, where the trainer measures it as communication (phases.comm).
+//     With double buffering the update waits for the previous step's buckets: one step of slack
+//     absorbs part of the wait, but the full term is charged (an upper bound). ASP has no wait: no
+//     worker waits for another. SSP is predicted as ASP: a fast worker waits only once it is a
+//     whole staleness bound ahead of the slowest, and the model has no staleness bound to weigh
+//     that against (a lower bound).
 // The steady state is found by simulating consecutive steps (the communication thread carries
 // work from one step into the next).
 #pragma once
@@ -74,10 +83,14 @@ struct StepPrediction {
   double comm = 0;            // communication per step before overlap (the comm thread's busy time)
   double comm_allreduce = 0;  // of which in the collectives themselves
   double comm_latency = 0;    // of which charged to latency (alpha)
+  double straggler = 0;       // the wait for the slowest worker, included in step and in phases.comm
   std::vector<BucketTiming> buckets;
   std::vector<TimelineEvent> timeline;  // one steady-state step, from its start
   std::string
       bottleneck;  // compute | communication (latency) | communication (bandwidth) | data loading | parameter servers
+
+  // The communication the step waits for, the straggler wait left out.
+  double exposed_comm() const { return phases.comm - straggler; }
 };
 
 StepPrediction predict_step(const Workload& workload, const Profile& profile, const RunConfig& config);

@@ -21,6 +21,7 @@ nlohmann::json prediction_json(const StepPrediction& s) {
           {"comm_s", s.comm},
           {"comm_allreduce_s", s.comm_allreduce},
           {"comm_latency_s", s.comm_latency},
+          {"straggler_s", s.straggler},
           {"data_s", s.data},
           {"bottleneck", s.bottleneck},
           {"phases_s",
@@ -39,6 +40,7 @@ StepPrediction prediction_from_json(const nlohmann::json& j) {
   s.comm = j.value("comm_s", 0.0);
   s.comm_allreduce = j.value("comm_allreduce_s", 0.0);
   s.comm_latency = j.value("comm_latency_s", 0.0);
+  s.straggler = j.value("straggler_s", 0.0);
   s.data = j.value("data_s", 0.0);
   s.bottleneck = j.value("bottleneck", "");
   if (j.contains("phases_s")) {
@@ -119,12 +121,14 @@ void PredictionReport::on_epoch_end(TrainerState& s) {
   if (!print_) return;
   const PhaseTimes& m = s.epoch_times;
   const double n = static_cast<double>(s.epoch_iteration);
+  const std::string straggler =
+      prediction_.straggler > 0 ? fmt::format(" with {} straggler wait", format_seconds(prediction_.straggler)) : "";
   fmt::print(
-      "epoch {}/{} per step: predicted {} (compute {}, exposed comm {}), measured {} (compute {}, exposed comm {}): "
+      "epoch {}/{} per step: predicted {} (compute {}, exposed comm {}{}), measured {} (compute {}, exposed comm {}): "
       "{:+.1f}%\n",
       s.epoch + 1, s.epochs, format_seconds(predicted),
       format_seconds(prediction_.phases.forward + prediction_.phases.backward + prediction_.phases.update),
-      format_seconds(prediction_.phases.comm), format_seconds(measured),
+      format_seconds(prediction_.phases.comm), straggler, format_seconds(measured),
       format_seconds((m.forward + m.backward + m.update) / n), format_seconds(m.comm / n),
       100 * (predicted - measured) / measured);
   std::fflush(stdout);

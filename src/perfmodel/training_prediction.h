@@ -22,7 +22,8 @@
 namespace dtrain::perf {
 
 // The step prediction as the log keeps it: step_s, compute_s, comm_s, comm_allreduce_s,
-// comm_latency_s, data_s, bottleneck, phases_s {data, forward, backward, comm, update}, buckets.
+// comm_latency_s, straggler_s, data_s, bottleneck, phases_s {data, forward, backward, comm
+// (straggler_s included), update}, buckets.
 nlohmann::json prediction_json(const StepPrediction& s);
 // Back from the log (fields absent in older logs are 0).
 StepPrediction prediction_from_json(const nlohmann::json& j);

@@ -40,6 +40,8 @@ def same_host(dtrain):
         assert "same-host pair" in link["bandwidth"]["source"], link
         assert "network" not in p, "one host: no network measured"
         assert 0 < p["node"]["overlap"]["compute"]["value"] <= 1, p["node"]["overlap"]
+        variation = p["device"]["step_variation"]
+        assert 0 <= variation["value"] < 1 and "compute steps per rank" in variation["source"], variation
         pred = json.loads(run([dtrain, "predict", "--model", "lenet", "--dataset", "fashion-mnist", "--workers", "2",
                                "--batch-per-worker", "32", "--profile", profile, "--allreduce", "ring", "--json"]))
         assert pred["runs"][-1]["step_s"] > 0, pred

@@ -51,6 +51,13 @@ TEST(Calibrate, OneProcessWritesAProfileThatLoadsAndValidates) {
   expect_calibrated(p.device.reduce, "reduce");
   expect_calibrated(p.node.disk_read, "disk_read");
   expect_calibrated(p.node.intra_link.bandwidth, "intra bandwidth");
+  // The step variation from repeated compute steps: a fraction, with how it was measured.
+  ASSERT_TRUE(p.device.step_variation.has_value());
+  EXPECT_GE(p.device.variation(), 0);
+  EXPECT_LT(p.device.variation(), 1);
+  EXPECT_NE(p.device.step_variation->source.find("compute steps per rank timed one by one"), std::string::npos)
+      << p.device.step_variation->source;
+  EXPECT_NE(out.find("step variation"), std::string::npos) << out;
   EXPECT_EQ(p.node.accelerators, 1);
   EXPECT_FALSE(p.network.has_value());       // one process: no link between hosts measured
   EXPECT_FALSE(p.node.overlap.has_value());  // nor an overlap of communication
@@ -91,6 +98,8 @@ Calibration synthetic_calibration() {
   c.transport.same_host = {true, 2e-6, 5e9, 6e9, 1 << 20, 2, "2 same-host pair(s) side by side"};
   c.transport.across_hosts = {true, 3e-5, 1.2e7, 1.5e7, 1 << 20, 1, "ranks 0 and 2"};
   c.overlap = {true, 0.6, 0.3, 1e-3, "test"};
+  c.device.step_seconds = {0.10, 0.11, 0.10, 0.12};
+  c.device.step_variation = 0.03;
   return c;
 }
 
@@ -115,10 +124,13 @@ TEST(Calibrate, ProfileOfAMultiHostCalibrationHasEveryPart) {
   ASSERT_TRUE(back.network->one_way_bandwidth.has_value());
   EXPECT_DOUBLE_EQ(back.network->one_way(), 1.5e7);
   EXPECT_DOUBLE_EQ(back.node->intra_link.one_way(), 6e9);
+  EXPECT_DOUBLE_EQ(back.device->variation(), 0.03);
+  expect_calibrated(*back.device->step_variation, "step variation");
   EXPECT_EQ(back.device->compute[0].source, p.device.compute[0].source);
   const std::string text = format_calibration(synthetic_calibration(), false);
   EXPECT_NE(text.find("across hosts"), std::string::npos) << text;
   EXPECT_NE(text.find("overlap"), std::string::npos) << text;
+  EXPECT_NE(text.find("step variation  3.0% (standard deviation / mean of 4 compute steps"), std::string::npos) << text;
 }
 
 TEST(Calibrate, OverlapFractionsAreCheckedLikeEveryField) {

@@ -64,6 +64,10 @@ TEST(Profile, EveryBuiltInFileParsesWithSources) {
     }
     EXPECT_EQ(p.node.accelerators, 1) << d;
     EXPECT_FALSE(p.network.has_value()) << d;
+    ASSERT_TRUE(p.device.step_variation.has_value()) << d;
+    EXPECT_GT(p.device.variation(), 0) << d;
+    EXPECT_LT(p.device.variation(), 0.1) << d;
+    EXPECT_FALSE(p.device.step_variation->source.empty()) << d;
   }
   for (const std::string n : {"ib-fdr", "ib-edr", "ib-ndr", "eth-10g", "eth-25g", "eth-50g", "eth-100g"}) {
     const Profile p = load_profile("p100+" + n);
@@ -161,6 +165,36 @@ TEST(Profile, NegativeZeroAndMistypedValuesAreRejected) {
   j = valid_device_file();
   j["dtrain_profile"] = 2;
   expect_contains(error_of(j), "this dtrain reads schema version 1");
+}
+
+TEST(Profile, StepVariationIsOptionalAndAFraction) {
+  // Absent (files written before the field existed): 0, identical workers.
+  json j = valid_device_file();
+  ASSERT_EQ(error_of(j), "");
+  const ProfileFragment without = parse_profile_fragment(j, "test.json");
+  EXPECT_FALSE(without.device->step_variation.has_value());
+  EXPECT_EQ(without.device->variation(), 0);
+
+  j["device"]["step_variation"] = {{"value", 0.02}, {"source", "measured"}};
+  const ProfileFragment with = parse_profile_fragment(j, "test.json");
+  EXPECT_DOUBLE_EQ(with.device->variation(), 0.02);
+  EXPECT_EQ(with.device->step_variation->source, "measured");
+  Profile p;
+  p.device = *with.device;
+  p.node = *with.node;
+  const ProfileFragment back = parse_profile_fragment(profile_to_json(p), "round trip");
+  EXPECT_DOUBLE_EQ(back.device->variation(), 0.02);
+  j["device"]["step_variation"]["value"] = 0;
+  EXPECT_EQ(error_of(j), "");
+
+  j["device"]["step_variation"]["value"] = -0.01;
+  const std::string negative = error_of(j);
+  expect_contains(negative, "test.json");
+  expect_contains(negative, "'device.step_variation.value' is -0.01; it must be >= 0");
+  j["device"]["step_variation"]["value"] = 2;
+  expect_contains(error_of(j), "'device.step_variation' is 2; it must be in [0, 1)");
+  j["device"]["step_variation"] = {{"value", 0.02}};
+  expect_contains(error_of(j), "'device.step_variation' is missing source");
 }
 
 TEST(Profile, UnknownHardwareListsWhatIsValid) {

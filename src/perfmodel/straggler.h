@@ -1,0 +1,30 @@
+// Stragglers: in bulk-synchronous training every step waits for the slowest of the p workers.
+// If one worker's compute time per step has mean mu and standard deviation sigma = v mu (v the
+// profile's device.step_variation, a coefficient of variation), and the p workers' times are
+// independent and normal, the step ends on average at
+//   E[max_i T_i] = mu + sigma E[M_p],   M_p the largest of p independent standard normals,
+// so the step grows by the straggler wait  v mu E[M_p]  (0 for p = 1; E[M_p] grows like
+// sqrt(2 ln p)). Persistent differences between devices (one GPU a little slower every step)
+// give the same expected wait as fresh draws each step: the job's p devices are p draws.
+#pragma once
+
+#include <vector>
+
+namespace dtrain::perf {
+
+// E[M_p], the expected maximum of p independent standard normals: 0 for p = 1, 1/sqrt(pi) for 2,
+// 1.5388 for 10, 2.5076 for 100. Computed exactly (to about 1e-9) by integrating
+//   E[M_p] = int_0^inf (1 - Phi(x)^p - Phi(-x)^p) dx
+// with Simpson's rule, rather than by Blom's approximation Phi^-1((p - 0.375) / (p + 0.25)),
+// which is 4% high for p = 2. Throws InputError for p < 1.
+double expected_max_of_normals(int p);
+
+// The expected wait per step for the slowest of `workers`: variation x compute x E[M_workers].
+double straggler_wait(double compute_seconds, double variation, int workers);
+
+// The coefficient of variation of repeated timings, robustly: the interquartile range over
+// 1.349 (the IQR of a normal distribution in standard deviations) over the median, so a few
+// preempted calls do not dominate it. Needs at least 4 timings; throws InputError otherwise.
+double robust_variation(std::vector<double> seconds);
+
+}  // namespace dtrain::perf

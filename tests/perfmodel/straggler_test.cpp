@@ -1,0 +1,114 @@
+// Stragglers: the expected maximum of p normals against tabulated values, the robust variation
+// of timings, and the wait the step model adds for the slowest worker.
+#include "perfmodel/straggler.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <random>
+
+#include "core/error.h"
+#include "perfmodel/step_model.h"
+#include "perfmodel_test_util.h"
+
+namespace dtrain::perf {
+namespace {
+
+using testing::layer;
+using testing::test_profile;
+
+TEST(Straggler, ExpectedMaximumOfNormalsMatchesKnownValues) {
+  EXPECT_EQ(expected_max_of_normals(1), 0);
+  EXPECT_NEAR(expected_max_of_normals(2), 1 / std::sqrt(std::numbers::pi), 1e-7);        // 0.5642
+  EXPECT_NEAR(expected_max_of_normals(3), 3 / (2 * std::sqrt(std::numbers::pi)), 1e-7);  // 0.8463
+  EXPECT_NEAR(expected_max_of_normals(10), 1.538753, 1e-5);
+  EXPECT_NEAR(expected_max_of_normals(100), 2.507594, 1e-5);
+  EXPECT_NEAR(expected_max_of_normals(1000), 3.241436, 1e-5);
+  EXPECT_THROW(expected_max_of_normals(0), InputError);
+}
+
+TEST(Straggler, ExpectedMaximumGrowsWithWorkersBelowTheSqrtTwoLogBound) {
+  double previous = 0;
+  for (int p = 2; p <= 1 << 20; p = p < 64 ? p + 1 : 2 * p) {
+    const double m = expected_max_of_normals(p);
+    EXPECT_GT(m, previous) << p;
+    EXPECT_LT(m, std::sqrt(2 * std::log(p))) << p;  // E[max] <= sqrt(2 ln p)
+    previous = m;
+  }
+}
+
+TEST(Straggler, WaitIsVariationTimesComputeTimesTheExpectedMaximum) {
+  EXPECT_EQ(straggler_wait(0.2, 0.02, 1), 0);
+  EXPECT_EQ(straggler_wait(0.2, 0, 256), 0);
+  EXPECT_DOUBLE_EQ(straggler_wait(0.2, 0.02, 8), 0.2 * 0.02 * expected_max_of_normals(8));
+}
+
+TEST(Straggler, RobustVariationOfNormalTimingsIgnoresOutliers) {
+  std::mt19937 rng(7);
+  std::normal_distribution<double> step(0.1, 0.003);  // 3% variation
+  std::vector<double> t(2000);
+  for (double& x : t) x = step(rng);
+  EXPECT_NEAR(robust_variation(t), 0.03, 0.003);
+  // A few preempted steps barely move it (the standard deviation would triple).
+  for (int i = 0; i < 20; ++i) t[static_cast<std::size_t>(i)] = 1.0;
+  EXPECT_NEAR(robust_variation(t), 0.03, 0.004);
+  EXPECT_EQ(robust_variation({0.1, 0.1, 0.1, 0.1}), 0);
+  EXPECT_THROW(robust_variation({0.1, 0.2, 0.3}), InputError);
+}
+
+Workload deep_net() {
+  std::vector<LayerSummary> layers;
+  for (int i = 0; i < 8; ++i) layers.push_back(layer(fmt::format("c{}", i), "conv2d", 100000, 2e8, 1 << 16));
+  return workload_from_layers(layers);
+}
+
+TEST(Straggler, SynchronousStepWaitsForTheSlowestWorker) {
+  Profile varied = test_profile(4);
+  varied.device.step_variation = Quantity{0.02, 0, 0, "test"};
+  const Workload w = deep_net();
+  RunConfig c;
+  c.batch_per_worker = 32;
+  for (int workers : {1, 2, 8, 64}) {
+    c.workers = workers;
+    const StepPrediction alike = predict_step(w, test_profile(4), c);
+    const StepPrediction s = predict_step(w, varied, c);
+    const double wait = straggler_wait(s.compute, 0.02, workers);
+    EXPECT_DOUBLE_EQ(s.straggler, wait) << workers;
+    EXPECT_EQ(alike.straggler, 0) << workers;
+    EXPECT_NEAR(s.step, alike.step + wait, 1e-12) << workers;
+    EXPECT_NEAR(s.phases.comm, alike.phases.comm + wait, 1e-12) << workers;  // measured as the wait for buckets
+    EXPECT_NEAR(s.exposed_comm(), alike.phases.comm, 1e-12) << workers;
+    EXPECT_NEAR(s.phases.total(), s.step, 1e-9 * s.step) << workers;
+  }
+  c.workers = 8;
+  const StepPrediction s8 = predict_step(w, varied, c);
+  c.workers = 64;
+  EXPECT_GT(predict_step(w, varied, c).straggler, s8.straggler);
+  bool shown = false;
+  for (const TimelineEvent& e : s8.timeline) shown = shown || (e.category == "straggler" && e.duration > 0);
+  EXPECT_TRUE(shown);
+}
+
+TEST(Straggler, ParameterServerWaitsUnderBspOnly) {
+  Profile varied = test_profile(1);
+  varied.device.step_variation = Quantity{0.05, 0, 0, "test"};
+  RunConfig c;
+  c.workers = 16;
+  c.exchange = Exchange::kParameterServer;
+  const Workload w = deep_net();
+  const StepPrediction bsp = predict_step(w, varied, c);
+  EXPECT_DOUBLE_EQ(bsp.straggler, straggler_wait(bsp.compute, 0.05, 16));
+  EXPECT_NEAR(bsp.step, predict_step(w, test_profile(1), c).step + bsp.straggler, 1e-12);
+  EXPECT_NEAR(bsp.phases.total(), bsp.step, 1e-9 * bsp.step);
+  for (Sync sync : {Sync::kAsp, Sync::kSsp}) {
+    c.sync = sync;
+    const StepPrediction s = predict_step(w, varied, c);
+    EXPECT_EQ(s.straggler, 0) << sync_name(sync);
+    EXPECT_DOUBLE_EQ(s.step, predict_step(w, test_profile(1), c).step) << sync_name(sync);
+  }
+}
+
+}  // namespace
+}  // namespace dtrain::perf
