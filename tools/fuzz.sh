@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (the fuzz preset: clang, ASan + UBSan) and runs each for SECONDS
-# (default 60), two at a time, starting from the seed corpora in fuzz/corpus. CI runs a 30 s
+# (default 60), two at a time, starting from the seed corpora in fuzz/corpus. CI runs a 20 s
 # version; for a longer search run, e.g. an hour per target:
 #   tools/fuzz.sh 3600                  # every target
 #   tools/fuzz.sh 3600 safetensors      # one target
