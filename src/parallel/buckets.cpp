@@ -1,12 +1,34 @@
 #include "parallel/buckets.h"
 
-#include <cmath>
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "comm/communicator.h"
 #include "tensor/backend.h"
 
 namespace dtrain {
+namespace {
+
+// dst = scale * src over n floats (one pass: read src, write dst).
+void scaled_copy(const float* src, float* dst, std::size_t n, float scale) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = scale * src[i];
+}
+
+// Whether no element is NaN or Inf: the largest exponent field decides (all ones means NaN or
+// Inf). An integer max over the bits, so it vectorises without -ffast-math.
+bool all_finite(const float* x, std::size_t n) {
+  constexpr std::uint32_t kExponent = 0x7f800000u;
+  std::uint32_t worst = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    worst = std::max(worst, bits & kExponent);
+  }
+  return worst != kExponent;
+}
+
+}  // namespace
 
 BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t bucket_bytes) {
   BucketLayout l;
@@ -14,8 +36,8 @@ BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t b
   l.offset = std::vector<std::int64_t>(numels.size(), 0);
   std::int64_t filled = 0;
   for (std::size_t k = numels.size(); k-- > 0;) {
-    const bool fits = !l.buckets.empty() && bucket_bytes > 0 &&
-                      static_cast<std::size_t>((filled + numels[k]) * 4) <= bucket_bytes;
+    const bool fits =
+        !l.buckets.empty() && bucket_bytes > 0 && static_cast<std::size_t>((filled + numels[k]) * 4) <= bucket_bytes;
     if (!fits) {
       l.buckets.emplace_back();
       l.bucket_elements.push_back(0);
@@ -31,8 +53,8 @@ BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t b
 }
 
 GradientBuckets::GradientBuckets(const std::vector<Variable>& params, std::vector<std::string> names,
-                                 std::size_t bucket_bytes, DType comm_dtype, int sets)
-    : names_(std::move(names)), comm_dtype_(comm_dtype) {
+                                 std::size_t bucket_bytes, DType comm_dtype, int sets, double grad_scale)
+    : names_(std::move(names)), comm_dtype_(comm_dtype), grad_scale_(static_cast<float>(grad_scale)) {
   std::vector<std::int64_t> numels;
   for (const Variable& p : params) {
     numels.push_back(p.data().numel());
@@ -71,8 +93,13 @@ std::vector<std::size_t> GradientBuckets::add(std::size_t param, const Tensor& g
   s.received[param] = 1;
   const std::size_t b = layout_.bucket_of[param];
   Tensor slot = gradient(param, set);
-  if (grad.defined()) {
+  if (grad.defined() && grad.dtype() == DType::kF32 && grad.layout() == Layout::kPlain &&
+      grad.device() == Device::cpu() && grad.shape() == slot.shape()) {
+    scaled_copy(grad.data<float>(), slot.data<float>(), static_cast<std::size_t>(slot.numel()), grad_scale_);
+  } else if (grad.defined()) {
     slot.copy_from(grad);
+    float* d = slot.data<float>();
+    for (std::int64_t i = 0; i < slot.numel(); ++i) d[i] *= grad_scale_;
   } else {
     slot.fill(0.0);
   }
@@ -92,14 +119,11 @@ std::vector<std::size_t> GradientBuckets::complete(int set) {
   return out;
 }
 
-void GradientBuckets::reduce(comm::Communicator& comm, std::size_t bucket, int set, comm::Algorithm algorithm,
-                             double scale) {
+void GradientBuckets::reduce(comm::Communicator& comm, std::size_t bucket, int set, comm::Algorithm algorithm) {
   Set& s = sets_[static_cast<std::size_t>(set)];
   Tensor& f = s.f32[bucket];
   float* data = f.data<float>();
   const std::size_t n = static_cast<std::size_t>(f.numel());
-  const auto fscale = static_cast<float>(scale);
-  for (std::size_t i = 0; i < n; ++i) data[i] *= fscale;
   if (comm_dtype_ == DType::kF32) {
     comm.allreduce(data, n, DType::kF32, algorithm);
   } else {
@@ -118,11 +142,7 @@ void GradientBuckets::reduce(comm::Communicator& comm, std::size_t bucket, int s
   }
   s.bad[bucket].clear();
   for (std::size_t p : layout_.buckets[bucket]) {
-    const float* g = data + layout_.offset[p];
-    const std::int64_t m = shapes_[p].numel();
-    bool finite = true;
-    for (std::int64_t i = 0; i < m; ++i) finite &= std::isfinite(g[i]);
-    if (!finite) {
+    if (!all_finite(data + layout_.offset[p], static_cast<std::size_t>(shapes_[p].numel()))) {
       s.bad[bucket] = names_[p];
       break;
     }

@@ -5,6 +5,10 @@
 // of once per tensor), and a bucket's allreduce starts the moment its last gradient is final,
 // overlapping the rest of backward.
 //
+// Each gradient is multiplied by `grad_scale` (1 / (ranks x accumulated micro-batches): the
+// allreduced sum is then the mean) as it is copied into its bucket, so scaling costs no pass of
+// its own over the bucket.
+//
 // Communication in f16 or bf16 (ChainerMN's fp16 allreduce): the f32 bucket, already divided by
 // the number of ranks so the sum stays in range, is cast to the 16-bit type, allreduced (the
 // additions are done in f32 and rounded to the 16-bit type once per addition, see comm/reduce.h),
@@ -42,23 +46,23 @@ class GradientBuckets {
  public:
   // `sets` independent copies of the buffers (2 for double buffering).
   GradientBuckets(const std::vector<Variable>& params, std::vector<std::string> names, std::size_t bucket_bytes,
-                  DType comm_dtype, int sets);
+                  DType comm_dtype, int sets, double grad_scale = 1.0);
 
   const BucketLayout& layout() const { return layout_; }
   std::size_t num_buckets() const { return layout_.buckets.size(); }
 
   // Starts a step on buffer set `set`: no gradient received yet.
   void begin(int set);
-  // Copies parameter i's gradient (undefined: zeros) into set `set`. Returns the buckets that can
+  // Copies parameter i's gradient times grad_scale (undefined: zeros) into set `set`. Returns the buckets that can
   // now be submitted, in bucket order: a bucket is released when it is complete and every bucket
   // before it was released, so all ranks allreduce the same buckets in the same order.
   std::vector<std::size_t> add(std::size_t param, const Tensor& grad, int set);
   // Marks parameters that received no gradient this step as zero; returns the buckets released.
   std::vector<std::size_t> complete(int set);
 
-  // Runs on the communication thread: scale by `scale`, cast, allreduce, cast back, and check
-  // every element is finite (the first parameter that is not is remembered for the caller).
-  void reduce(comm::Communicator& comm, std::size_t bucket, int set, comm::Algorithm algorithm, double scale);
+  // Runs on the communication thread: cast, allreduce, cast back, and check every element is
+  // finite (the first parameter that is not is remembered for the caller).
+  void reduce(comm::Communicator& comm, std::size_t bucket, int set, comm::Algorithm algorithm);
   // The gradient of parameter i in set `set`: a view into the bucket (no copy).
   Tensor gradient(std::size_t param, int set) const;
   // Name of the first parameter with a NaN or Inf after the last reduce of `set` ("" if none).
@@ -72,13 +76,14 @@ class GradientBuckets {
   std::vector<std::string> names_;
   std::vector<Shape> shapes_;
   DType comm_dtype_;
+  float grad_scale_;
   struct Set {
-    std::vector<Tensor> f32;         // per bucket
-    std::vector<Tensor> wire;        // per bucket, comm_dtype (unused for f32)
-    std::vector<int> missing;        // per bucket: gradients not yet received
-    std::vector<char> received;      // per parameter
+    std::vector<Tensor> f32;     // per bucket
+    std::vector<Tensor> wire;    // per bucket, comm_dtype (unused for f32)
+    std::vector<int> missing;    // per bucket: gradients not yet received
+    std::vector<char> received;  // per parameter
     std::size_t next_release = 0;
-    std::vector<std::string> bad;    // per bucket: first non-finite parameter
+    std::vector<std::string> bad;  // per bucket: first non-finite parameter
   };
   std::vector<Set> sets_;
 };

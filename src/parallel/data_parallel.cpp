@@ -25,7 +25,9 @@ DataParallelUpdater::DataParallelUpdater(Module& model, Optimizer& optimizer, Co
   });
 
   const int sets = config_.double_buffering ? 2 : 1;
-  buckets_ = std::make_unique<GradientBuckets>(params_, names_, config_.bucket_bytes, config_.comm_dtype, sets);
+  const double grad_scale = 1.0 / (static_cast<double>(worker_.communicator().size()) * config_.accumulate);
+  buckets_ =
+      std::make_unique<GradientBuckets>(params_, names_, config_.bucket_bytes, config_.comm_dtype, sets, grad_scale);
   tickets_.assign(static_cast<std::size_t>(sets), 0);
   pending_.assign(static_cast<std::size_t>(sets), false);
   for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -40,12 +42,11 @@ DataParallelUpdater::~DataParallelUpdater() {
 }
 
 void DataParallelUpdater::submit(const std::vector<std::size_t>& buckets, int set) {
-  const double scale = 1.0 / (static_cast<double>(worker_.communicator().size()) * config_.accumulate);
   for (std::size_t b : buckets) {
     UpdateObserver* o = observer_;
-    tickets_[static_cast<std::size_t>(set)] = worker_.submit([this, b, set, scale, o](comm::Communicator& c) {
+    tickets_[static_cast<std::size_t>(set)] = worker_.submit([this, b, set, o](comm::Communicator& c) {
       if (o != nullptr) o->bucket_begin(b, buckets_->layout().bucket_elements[b]);
-      buckets_->reduce(c, b, set, config_.algorithm, scale);
+      buckets_->reduce(c, b, set, config_.algorithm);
       if (o != nullptr) o->bucket_end(b);
     });
   }
@@ -96,9 +97,10 @@ void DataParallelUpdater::apply(int set, std::int64_t iteration, StepResult& r) 
   pending_[static_cast<std::size_t>(set)] = false;
   const std::string bad = buckets_->non_finite_parameter(set);
   if (!bad.empty()) {
-    throw NumericError(fmt::format("NaN or Inf in the allreduced gradient of '{}' at step {}; training stopped "
-                                   "before the update. Lower --lr or add --warmup-epochs",
-                                   bad, iteration));
+    throw NumericError(
+        fmt::format("NaN or Inf in the allreduced gradient of '{}' at step {}; training stopped "
+                    "before the update. Lower --lr or add --warmup-epochs",
+                    bad, iteration));
   }
   sw.reset();
   if (observer_ != nullptr) observer_->update_begin();
