@@ -6,13 +6,13 @@
 #define MPICH_SKIP_MPICXX 1
 #include <fmt/format.h>
 #include <mpi.h>
+#include <sched.h>
 
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
-#include "comm/poll_backoff.h"
 #include "comm/reduce.h"
 #include "core/error.h"
 
@@ -44,6 +44,9 @@ void sum_f16(void* in, void* inout, int* len, MPI_Datatype*) {
 void sum_bf16(void* in, void* inout, int* len, MPI_Datatype*) {
   reduce_sum(inout, in, static_cast<std::size_t>(*len), DType::kBF16);
 }
+
+// Polls of MPI_Testall (tens of nanoseconds each) before a waiting rank starts yielding its core.
+constexpr unsigned kSpinPolls = 1024;
 
 static_assert(sizeof(MPI_Request) <= sizeof(std::uintptr_t), "MPI_Request must fit Request::handle");
 
@@ -99,13 +102,18 @@ class MpiTransport final : public Transport {
     }
     if (reqs_.empty()) return;
     statuses_.resize(reqs_.size());
-    PollBackoff backoff;
-    for (;;) {
+    // Poll: spin first (a shared-memory message arrives within microseconds), then yield the
+    // core every few polls, so that a peer or another process waiting for this core (ranks
+    // outnumbering cores, a shared machine) can run. The clock is read every 16 polls.
+    for (unsigned polls = 1;; ++polls) {
       int flag = 0;
       const int rc = MPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &flag, statuses_.data());
       if (rc != MPI_SUCCESS) fail_statuses(requests, rc, what);
       if (flag) break;
-      if (deadline.expired(backoff.pause())) timeout(requests, deadline, what);
+      if (polls % 16 == 0) {
+        if (deadline.expired()) timeout(requests, deadline, what);
+        if (polls > kSpinPolls) sched_yield();
+      }
     }
     for (std::size_t i : index_) {
       requests[i].done = true;
