@@ -109,9 +109,7 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec)
     steps += it - previous;
     previous = it;
     seconds += r.value("epoch_seconds", 0.0);
-    const nlohmann::json t = r.value("time", nlohmann::json::object());
-    total += {t.value("data", 0.0), t.value("forward", 0.0), t.value("backward", 0.0), t.value("comm", 0.0),
-              t.value("update", 0.0)};
+    total += r.value("time", nlohmann::json::object()).get<PhaseTimes>();
   }
   if (steps <= 0) throw DataError("the metrics log's epoch records count no steps (\"iteration\")");
   e.epochs_used = static_cast<int>(run.epochs.size() - first);

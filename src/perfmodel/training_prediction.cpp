@@ -24,12 +24,7 @@ nlohmann::json prediction_json(const StepPrediction& s) {
           {"straggler_s", s.straggler},
           {"data_s", s.data},
           {"bottleneck", s.bottleneck},
-          {"phases_s",
-           {{"data", s.phases.data},
-            {"forward", s.phases.forward},
-            {"backward", s.phases.backward},
-            {"comm", s.phases.comm},
-            {"update", s.phases.update}}},
+          {"phases_s", s.phases},
           {"buckets", buckets}};
 }
 
@@ -43,11 +38,7 @@ StepPrediction prediction_from_json(const nlohmann::json& j) {
   s.straggler = j.value("straggler_s", 0.0);
   s.data = j.value("data_s", 0.0);
   s.bottleneck = j.value("bottleneck", "");
-  if (j.contains("phases_s")) {
-    const auto& p = j["phases_s"];
-    s.phases = {p.value("data", 0.0), p.value("forward", 0.0), p.value("backward", 0.0), p.value("comm", 0.0),
-                p.value("update", 0.0)};
-  }
+  if (j.contains("phases_s")) s.phases = j["phases_s"].get<PhaseTimes>();
   for (const auto& b : j.value("buckets", nlohmann::json::array())) {
     s.buckets.push_back({b.value("elements", std::int64_t{0}), b.value("ready_s", 0.0), b.value("start_s", 0.0),
                          b.value("end_s", 0.0), b.value("allreduce_s", 0.0)});

@@ -3,6 +3,8 @@
 // update.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace dtrain {
 
 struct PhaseTimes {
@@ -18,5 +20,11 @@ struct PhaseTimes {
     return *this;
   }
 };
+
+// {"data": s, "forward": s, "backward": s, "comm": s, "update": s}, as the metrics log and the
+// predictions write them (nlohmann's to_json/from_json, so `json j = phases` works); a missing
+// field reads as 0.
+void to_json(nlohmann::json& j, const PhaseTimes& t);
+void from_json(const nlohmann::json& j, PhaseTimes& t);
 
 }  // namespace dtrain
