@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# The test suite under sanitizers, as CI runs it: the suite under AddressSanitizer +
-# UndefinedBehaviorSanitizer (the asan preset; the few tests left to the plain suite are named
-# below), and the comm and parallel tests under
+# The test suite under sanitizers. `tools/sanitize.sh asan` (what CI runs): the suite under
+# AddressSanitizer + UndefinedBehaviorSanitizer (the asan preset; the few tests left to the plain
+# suite are named below). `tools/sanitize.sh tsan`: the comm and parallel tests under
 # ThreadSanitizer (the tsan preset; their MPI runs are left to ASan, since Open MPI itself is not
-# built for TSan). Extra arguments go to both ctest runs, e.g. -R Checkpoint. Warnings are the
-# ci preset's business: at -O1 with instrumentation GCC reports null dereferences that cannot
-# happen, so these builds do not use -Werror.
+# built for TSan); run it after changing threads, locks or the transports: its build and run take
+# about 5 minutes on 2 cores, which CI's time budget leaves out. `tools/sanitize.sh` (or `all`)
+# runs both. Extra arguments go to the ctest runs, e.g. tools/sanitize.sh asan -R Checkpoint.
+# Warnings are the ci preset's business: at -O1 with instrumentation GCC reports null
+# dereferences that cannot happen, so these builds do not use -Werror.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+which=all
+case "${1:-}" in
+  asan | tsan | all) which=$1; shift ;;
+esac
 supp="$PWD/tools/sanitizers"
 # Any report fails the test; leaks inside the uninstrumented system libraries (Open MPI, OpenMP)
 # are suppressed by name, ours are not.
@@ -16,25 +22,29 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
 
-cmake --preset asan >/dev/null
-cmake --build --preset asan
-# Left to the plain suite: the python-labelled test (PyTorch reading an export: python, not our
-# code, is the subject), AllreduceCost (message counting on the same transport) and
-# AllreduceExact.RandomData (the same code paths as ClosedForm*, which stay).
-ctest --preset asan -j2 -LE 'mpi|python' -E 'AllreduceCost\.|AllreduceExact\.RandomData' "$@"
-# Open MPI leaks memory allocated by components it has unloaded by exit, so no suppression can
-# name them: the runs under mpirun are checked for everything but leaks.
-ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" ctest --preset asan -j2 -L mpi "$@"
+if [ "$which" != tsan ]; then
+  cmake --preset asan >/dev/null
+  cmake --build --preset asan
+  # Left to the plain suite: the python-labelled test (PyTorch reading an export: python, not our
+  # code, is the subject), AllreduceCost (message counting on the same transport) and
+  # AllreduceExact.RandomData (the same code paths as ClosedForm*, which stay).
+  ctest --preset asan -j2 -LE 'mpi|python' -E 'AllreduceCost\.|AllreduceExact\.RandomData' "$@"
+  # Open MPI leaks memory allocated by components it has unloaded by exit, so no suppression can
+  # name them: the runs under mpirun are checked for everything but leaks.
+  ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" ctest --preset asan -j2 -L mpi "$@"
+fi
 
-cmake --preset tsan >/dev/null
-cmake --build --preset tsan --target test_comm test_parallel
-# One OpenMP and one OpenBLAS thread: their runtimes are not built with TSan, so their barriers
-# are invisible to it and every parallel kernel would be reported (and each suppressed report
-# costs milliseconds: a LeNet test took minutes instead of seconds). dtrain's own threads, the
-# subject here, are unaffected. AllreduceExact.RandomData* (up to 9 ranks, 5003 elements, every
-# algorithm and wire type: about 45 s each under TSan) run in the other suites; under TSan the
-# same algorithms and threads are covered by AllreduceExact.ClosedFormSmallChunks, which cuts
-# messages into many small chunks (the most interleavings); so are ClosedFormAllWorldSizesAndCounts
-# and AllreduceCost (about 13 s and 8 s each under TSan), which the other suites run.
-OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 ctest --preset tsan -j2 -L '^(comm|parallel)$' -LE mpi \
-  -E 'AllreduceExact\.(RandomData|ClosedFormAllWorldSizesAndCounts)|AllreduceCost\.' "$@"
+if [ "$which" != asan ]; then
+  cmake --preset tsan >/dev/null
+  cmake --build --preset tsan --target test_comm test_parallel
+  # One OpenMP and one OpenBLAS thread: their runtimes are not built with TSan, so their barriers
+  # are invisible to it and every parallel kernel would be reported (and each suppressed report
+  # costs milliseconds: a LeNet test took minutes instead of seconds). dtrain's own threads, the
+  # subject here, are unaffected. AllreduceExact.RandomData* (up to 9 ranks, 5003 elements, every
+  # algorithm and wire type: about 45 s each under TSan) run in the other suites; under TSan the
+  # same algorithms and threads are covered by AllreduceExact.ClosedFormSmallChunks, which cuts
+  # messages into many small chunks (the most interleavings); so are ClosedFormAllWorldSizesAndCounts
+  # and AllreduceCost (about 13 s and 8 s each under TSan), which the other suites run.
+  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 ctest --preset tsan -j2 -L '^(comm|parallel)$' -LE mpi \
+    -E 'AllreduceExact\.(RandomData|ClosedFormAllWorldSizesAndCounts)|AllreduceCost\.' "$@"
+fi
