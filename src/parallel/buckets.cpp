@@ -16,7 +16,9 @@ void scaled_copy(const float* src, float* dst, std::size_t n, float scale) {
 }
 
 // Whether no element is NaN or Inf: the largest exponent field decides (all ones means NaN or
-// Inf). An integer max over the bits, so it vectorises without -ffast-math.
+// Inf). An integer max over the bits, so it vectorises without -ffast-math. Serial on purpose,
+// unlike Backend::all_finite (an OpenMP loop): this runs on the communication thread, which must
+// not start a second OpenMP team beside the compute thread's.
 bool all_finite(const float* x, std::size_t n) {
   constexpr std::uint32_t kExponent = 0x7f800000u;
   std::uint32_t worst = 0;
@@ -97,9 +99,8 @@ std::vector<std::size_t> GradientBuckets::add(std::size_t param, const Tensor& g
       grad.device() == Device::cpu() && grad.shape() == slot.shape()) {
     scaled_copy(grad.data<float>(), slot.data<float>(), static_cast<std::size_t>(slot.numel()), grad_scale_);
   } else if (grad.defined()) {
-    slot.copy_from(grad);
-    float* d = slot.data<float>();
-    for (std::int64_t i = 0; i < slot.numel(); ++i) d[i] *= grad_scale_;
+    slot.copy_from(grad);  // converts dtype and layout; then scaled in place
+    scaled_copy(slot.data<float>(), slot.data<float>(), static_cast<std::size_t>(slot.numel()), grad_scale_);
   } else {
     slot.fill(0.0);
   }

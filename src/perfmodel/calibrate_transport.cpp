@@ -15,6 +15,7 @@
 #include "comm/reduce.h"
 #include "core/error.h"
 #include "core/timer.h"
+#include "perfmodel/timing_stats.h"
 
 namespace dtrain::perf {
 namespace {
@@ -29,12 +30,6 @@ constexpr double kSlopeSeconds = 0.05;  // the slope's largest exchange takes at
 constexpr double kBatchSeconds = 0.005;
 constexpr int kMinBatches = 5;
 constexpr std::size_t kReduceBytes = std::size_t{4} << 20;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // Mean of `value` over the ranks that pass active = true; the same on every rank.
 double mean_over_active(comm::Communicator& c, double value, bool active) {

@@ -11,6 +11,7 @@
 #include "core/timer.h"
 #include "perfmodel/calibrate_overlap.h"
 #include "perfmodel/report.h"
+#include "perfmodel/timing_stats.h"
 
 namespace dtrain::perf {
 namespace {
@@ -41,12 +42,6 @@ std::vector<double> sum_over_ranks(CommWorker* w, std::vector<double> v) {
   std::vector<float> f(v.begin(), v.end());
   w->run([&f](comm::Communicator& c) { c.allreduce(f.data(), f.size(), DType::kF32, comm::Algorithm::kRing); });
   return {f.begin(), f.end()};
-}
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-  return v[v.size() / 2];
 }
 
 std::string gbps(double bytes_per_s) { return fmt::format("{:.2f} GB/s", bytes_per_s / 1e9); }
@@ -82,9 +77,9 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   const bool on_first_host = c.transport.host_of.at(static_cast<std::size_t>(rank)) == c.transport.host_of[0];
   v.push_back(on_first_host ? mine.disk_read : 0);
   // The step variation: each rank's median step and robust variance (straggler.h).
-  const double median = median_of(mine.step_seconds);
-  const double sigma = mine.step_variation * median;
-  v.insert(v.end(), {median, median * median, sigma * sigma});
+  const double mid = median(mine.step_seconds);
+  const double sigma = mine.step_variation * mid;
+  v.insert(v.end(), {mid, mid * mid, sigma * sigma});
   const std::vector<double> sum = sum_over_ranks(worker, v);
   const double p = c.ranks;
   c.device = mine;
@@ -147,17 +142,15 @@ Profile calibrated_profile(const Calibration& c) {
   const LinkMeasurement& same = c.transport.same_host;
   if (same.measured) {
     const std::string how = fmt::format("{} over the transport; ", same.how);
-    n.intra_link = {
-        "same-host transport", q(same.latency, how + "half the round trip of 64-byte ping-pongs"),
-        q(same.bandwidth, how + fmt::format("slope of simultaneous exchanges between {} and {} KiB",
-                                              same.bytes >> 11, same.bytes >> 10)),
-        q(same.one_way_bandwidth,
-          how + fmt::format("slope of ping-pongs between {} and {} KiB", same.bytes >> 11, same.bytes >> 10))};
+    n.intra_link = {"same-host transport", q(same.latency, how + "half the round trip of 64-byte ping-pongs"),
+                    q(same.bandwidth, how + fmt::format("slope of simultaneous exchanges between {} and {} KiB",
+                                                        same.bytes >> 11, same.bytes >> 10)),
+                    q(same.one_way_bandwidth, how + fmt::format("slope of ping-pongs between {} and {} KiB",
+                                                                same.bytes >> 11, same.bytes >> 10))};
   } else {
     const double copy = 1 / (1 / c.device.memory_read + 1 / c.device.memory_write);
     n.intra_link = {"none (one process)", q(0, "one process: no messages between ranks"),
-                    q(copy, "one process: no messages between ranks; a memory copy's rate stands in"),
-                    std::nullopt};
+                    q(copy, "one process: no messages between ranks; a memory copy's rate stands in"), std::nullopt};
   }
   if (c.overlap.measured) {
     n.overlap = OverlapProfile{q(c.overlap.compute_share, c.overlap.how + "; compute rate kept"),
@@ -169,8 +162,8 @@ Profile calibrated_profile(const Calibration& c) {
     p.network = LinkProfile{
         fmt::format("link between {} and {}", c.transport.host_names.at(0), c.transport.host_names.at(1)),
         q(net.latency, how + "half the round trip of 64-byte ping-pongs"),
-        q(net.bandwidth, how + fmt::format("slope of simultaneous exchanges between {} and {} KiB",
-                                              net.bytes >> 11, net.bytes >> 10)),
+        q(net.bandwidth,
+          how + fmt::format("slope of simultaneous exchanges between {} and {} KiB", net.bytes >> 11, net.bytes >> 10)),
         q(net.one_way_bandwidth,
           how + fmt::format("slope of ping-pongs between {} and {} KiB", net.bytes >> 11, net.bytes >> 10))};
   }
@@ -189,7 +182,7 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
   if (!c.device.step_seconds.empty()) {
     s += fmt::format("  step variation  {:.1f}% (standard deviation / mean of {} compute steps of about {} per rank)\n",
                      100 * c.device.step_variation, c.device.step_seconds.size(),
-                     format_seconds(median_of(c.device.step_seconds)));
+                     format_seconds(median(c.device.step_seconds)));
   }
   s += fmt::format("  disk read       {} per host\n", gbps(c.device.disk_read));
   if (c.transport.reduce > 0) s += fmt::format("  reduce (gamma)  {}\n", gbps(c.transport.reduce));

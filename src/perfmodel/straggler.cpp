@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "perfmodel/timing_stats.h"
 
 namespace dtrain::perf {
 namespace {
@@ -18,14 +19,6 @@ constexpr double kUpper = 10, kStep = 0.005;
 double integrand(double x, double p) {
   const double q = 0.5 * std::erfc(x / std::sqrt(2.0));
   return -std::expm1(p * std::log1p(-q)) - std::pow(q, p);
-}
-
-// Linear interpolation between order statistics (the usual "type 7" quantile).
-double quantile(const std::vector<double>& sorted, double f) {
-  const double at = f * static_cast<double>(sorted.size() - 1);
-  const auto i = static_cast<std::size_t>(at);
-  if (i + 1 >= sorted.size()) return sorted.back();
-  return sorted[i] + (at - static_cast<double>(i)) * (sorted[i + 1] - sorted[i]);
 }
 
 }  // namespace
@@ -50,9 +43,9 @@ double robust_variation(std::vector<double> seconds) {
     throw InputError(fmt::format("the step-time variation needs at least 4 timings, got {}", seconds.size()));
   }
   std::sort(seconds.begin(), seconds.end());
-  const double median = quantile(seconds, 0.5);
-  if (median <= 0) return 0;
-  return (quantile(seconds, 0.75) - quantile(seconds, 0.25)) / 1.349 / median;
+  const double mid = quantile(seconds, 0.5);
+  if (mid <= 0) return 0;
+  return (quantile(seconds, 0.75) - quantile(seconds, 0.25)) / 1.349 / mid;
 }
 
 }  // namespace dtrain::perf
