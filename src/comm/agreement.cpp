@@ -15,13 +15,13 @@ namespace {
 constexpr std::uint64_t kMagic = 0x6474726169'6e0001ull;  // "dtrain", format 1
 constexpr std::size_t kMaxShownValue = 80;
 
-struct Header {
+struct AgreementHeader {
   std::uint64_t magic;
   std::uint64_t hash;
   std::uint64_t length;
   std::uint64_t entries;
 };
-static_assert(sizeof(Header) == 32);
+static_assert(sizeof(AgreementHeader) == 32);
 
 void put_u32(std::string& out, std::uint32_t v) {
   char b[4];
@@ -147,16 +147,16 @@ std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t seed) {
 void check_agreement(Communicator& comm, std::span<const NamedValue> values) {
   const std::string mine = serialise(values);
   const auto p = static_cast<std::size_t>(comm.size());
-  const Header own{kMagic, fnv1a64(mine), mine.size(), values.size()};
-  std::vector<Header> headers(p);
-  comm.allgather(&own, headers.data(), sizeof(Header));
-  const bool same = std::all_of(headers.begin(), headers.end(), [&](const Header& h) {
+  const AgreementHeader own{kMagic, fnv1a64(mine), mine.size(), values.size()};
+  std::vector<AgreementHeader> headers(p);
+  comm.allgather(&own, headers.data(), sizeof(AgreementHeader));
+  const bool same = std::all_of(headers.begin(), headers.end(), [&](const AgreementHeader& h) {
     return h.magic == own.magic && h.hash == own.hash && h.length == own.length && h.entries == own.entries;
   });
   if (same) return;
 
   std::uint64_t longest = 0;
-  for (const Header& h : headers) longest = std::max(longest, h.magic == kMagic ? h.length : 0);
+  for (const AgreementHeader& h : headers) longest = std::max(longest, h.magic == kMagic ? h.length : 0);
   std::string padded = mine;
   padded.resize(longest, '\0');
   std::vector<char> all(p * longest);

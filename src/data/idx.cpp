@@ -50,7 +50,7 @@ std::string describe_magic(std::uint32_t magic) {
   return fmt::format("IDX {} with {} dimensions", type, magic & 0xff);
 }
 
-struct Header {
+struct IdxHeader {
   std::vector<std::uint64_t> dims;
   std::size_t bytes = 0;      // header size
   std::uint64_t payload = 0;  // bytes of elements the header claims (saturated at UINT64_MAX)
@@ -68,7 +68,7 @@ std::uint64_t saturating_product(const std::vector<std::uint64_t>& dims) {
 }
 
 // Validates magic, header length and extents; the payload is checked by check_payload.
-Header parse_header(std::span<const std::uint8_t> bytes, const std::string& path, std::uint32_t expected) {
+IdxHeader parse_header(std::span<const std::uint8_t> bytes, const std::string& path, std::uint32_t expected) {
   const std::size_t ndims = expected & 0xff;
   const char* what = expected == kIdxImagesMagic ? "IDX ubyte images" : "IDX ubyte labels";
   if (bytes.size() < 4) {
@@ -82,7 +82,7 @@ Header parse_header(std::span<const std::uint8_t> bytes, const std::string& path
     throw DataError(fmt::format("{}: bad magic 0x{:08x} ({}), expected 0x{:08x} ({}){}", path, magic,
                                 describe_magic(magic), expected, what, hint));
   }
-  Header h;
+  IdxHeader h;
   h.bytes = 4 + 4 * ndims;
   if (bytes.size() < h.bytes) {
     throw DataError(fmt::format("{}: too short for an IDX header: {} bytes, the magic and {} dimensions need {}", path,
@@ -109,7 +109,7 @@ Header parse_header(std::span<const std::uint8_t> bytes, const std::string& path
 }
 
 // Checks that the payload after the header has exactly the claimed size, then strips the header.
-void check_payload(std::vector<std::uint8_t>& bytes, const Header& h, const std::string& path) {
+void check_payload(std::vector<std::uint8_t>& bytes, const IdxHeader& h, const std::string& path) {
   const std::uint64_t held = bytes.size() - h.bytes;
   if (held < h.payload) {
     throw DataError(fmt::format("{}: truncated: header says {}, file holds {}", path, h.claim, held));
@@ -134,7 +134,7 @@ std::vector<std::uint8_t> read_idx_bytes(const std::string& path, std::uint32_t 
     throw DataError(fmt::format("{}: truncated: the gzip stream ends after {} bytes, inside the {}-byte IDX header",
                                 path, head.bytes.size(), header_bytes));
   }
-  const Header h = parse_header(head.bytes, path, expected);
+  const IdxHeader h = parse_header(head.bytes, path, expected);
   Inflated all = gunzip_prefix(file, path, h.bytes + h.payload);
   if (all.more) {
     throw DataError(fmt::format("{}: header says {}, but the file holds more than that", path, h.claim));
@@ -151,7 +151,7 @@ std::vector<std::uint8_t> read_idx_bytes(const std::string& path, std::uint32_t 
 }  // namespace
 
 IdxImages parse_idx_images(std::vector<std::uint8_t> bytes, const std::string& path) {
-  const Header h = parse_header(bytes, path, kIdxImagesMagic);
+  const IdxHeader h = parse_header(bytes, path, kIdxImagesMagic);
   check_payload(bytes, h, path);
   IdxImages out;
   out.count = static_cast<std::int64_t>(h.dims[0]);
@@ -162,7 +162,7 @@ IdxImages parse_idx_images(std::vector<std::uint8_t> bytes, const std::string& p
 }
 
 IdxLabels parse_idx_labels(std::vector<std::uint8_t> bytes, const std::string& path) {
-  const Header h = parse_header(bytes, path, kIdxLabelsMagic);
+  const IdxHeader h = parse_header(bytes, path, kIdxLabelsMagic);
   check_payload(bytes, h, path);
   IdxLabels out;
   out.count = static_cast<std::int64_t>(h.dims[0]);

@@ -1,18 +1,13 @@
 #include "nn/summary.h"
 
+#include <unordered_map>
+
 #include "nn/activation.h"
 #include "nn/conv2d.h"
 #include "nn/linear.h"
 
-#include <unordered_map>
-
 namespace dtrain {
 namespace {
-
-Shape per_sample(const Shape& s) {
-  std::vector<std::int64_t> d(s.dims().begin() + 1, s.dims().end());
-  return Shape(d);
-}
 
 class Tracer : public ModuleObserver {
  public:
@@ -27,8 +22,8 @@ class Tracer : public ModuleObserver {
     LayerSummary s;
     s.path = paths_[&m];
     s.kind = m.type();
-    s.input = per_sample(inputs_[&m]);
-    s.output = per_sample(output.shape());
+    s.input = inputs_[&m].per_sample();
+    s.output = output.shape().per_sample();
     for (const auto& [name, p] : m.own_parameters()) s.params += p.data().numel();
     const double in = static_cast<double>(s.input.numel()), out = static_cast<double>(s.output.numel());
     s.activation_bytes = 4 * (in + out);

@@ -8,11 +8,6 @@
 namespace dtrain::perf {
 namespace {
 
-Shape per_sample(const Shape& s) {
-  std::vector<std::int64_t> d(s.dims().begin() + 1, s.dims().end());
-  return Shape(d);
-}
-
 // Watches module calls (to know whether an op runs inside a leaf) and ops (to catch the others).
 class FunctionalOps : public ModuleObserver, public OpObserver {
  public:
@@ -34,8 +29,8 @@ class FunctionalOps : public ModuleObserver, public OpObserver {
     LayerSummary s;
     s.path = fmt::format("{}{}{}#{}", parent, parent.empty() ? "" : ".", name, calls_.back()[name]++);
     s.kind = name;
-    s.input = per_sample(inputs.front().shape());
-    s.output = per_sample(output.shape());
+    s.input = inputs.front().shape().per_sample();
+    s.output = output.shape().per_sample();
     const double in = static_cast<double>(s.input.numel()), out = static_cast<double>(s.output.numel());
     s.activation_bytes = 4 * (in + out);
     s.forward_flops = out;

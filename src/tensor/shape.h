@@ -1,12 +1,12 @@
 // Tensor shapes: a small vector of extents, printed as [2, 3, 4] in error messages.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace dtrain {
 
@@ -21,6 +21,10 @@ class Shape {
   std::int64_t numel() const;
   const std::vector<std::int64_t>& dims() const { return dims_; }
   std::string str() const;
+  // The shape of one sample of a batch of this shape: every extent but the first.
+  Shape per_sample() const {
+    return Shape(std::vector<std::int64_t>(dims_.begin() + (dims_.empty() ? 0 : 1), dims_.end()));
+  }
 
   bool operator==(const Shape& o) const { return dims_ == o.dims_; }
   bool operator!=(const Shape& o) const { return dims_ != o.dims_; }

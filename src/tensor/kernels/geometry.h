@@ -21,6 +21,9 @@ struct PoolDims {
 // window fits.
 PoolDims pool_dims(const Shape& x, const Pool2dGeometry& g);
 
+// Throws ShapeError unless x is [N, I] and w is [O, I].
+void check_linear(const Tensor& x, const Tensor& w);
+
 // Throws ShapeError unless logits are [N, K], labels i32 [N] and every label in [0, K).
 void check_labels(const Tensor& logits, const Tensor& labels);
 

@@ -156,8 +156,6 @@ struct BwdWeightsEntry {
   Reorder src_in, diff_dst_in, diff_weights_out;
 };
 
-bool f32(const Tensor& t) { return t.dtype() == DType::kF32; }
-
 void check_weights(const Tensor& w) {
   DT_CHECK(w.layout() == Layout::kPlain, "conv2d weights must be plain, got {}", w.describe());
 }
@@ -165,7 +163,8 @@ void check_weights(const Tensor& w) {
 }  // namespace
 
 Tensor CpuBackend::conv2d_forward(const Tensor& x_in, const Tensor& w, const Tensor* b, const Conv2dGeometry& g) {
-  if (!f32(x_in) || !f32(w) || (b != nullptr && !f32(*b))) return ReferenceBackend::conv2d_forward(x_in, w, b, g);
+  if (!is_f32(x_in) || !is_f32(w) || (b != nullptr && !is_f32(*b)))
+    return ReferenceBackend::conv2d_forward(x_in, w, b, g);
   check_weights(w);
   const ConvDims d = conv_dims(x_in.shape(), w.shape(), g);
   if (b != nullptr && b->numel() != d.O) {
@@ -200,7 +199,7 @@ Tensor CpuBackend::conv2d_forward(const Tensor& x_in, const Tensor& w, const Ten
 
 Tensor CpuBackend::conv2d_backward_data(const Tensor& dy_in, const Tensor& w, const Shape& x_shape, Layout x_layout,
                                         const Conv2dGeometry& g) {
-  if (!f32(dy_in) || !f32(w)) return ReferenceBackend::conv2d_backward_data(dy_in, w, x_shape, x_layout, g);
+  if (!is_f32(dy_in) || !is_f32(w)) return ReferenceBackend::conv2d_backward_data(dy_in, w, x_shape, x_layout, g);
   check_weights(w);
   const ConvDims d = conv_dims(x_shape, w.shape(), g);
   if (dy_in.shape() != Shape{d.N, d.O, d.OH, d.OW}) {
@@ -237,7 +236,8 @@ Tensor CpuBackend::conv2d_backward_data(const Tensor& dy_in, const Tensor& w, co
 
 WeightGrads CpuBackend::conv2d_backward_weights(const Tensor& dy_in, const Tensor& x_in, const Shape& w_shape,
                                                 bool with_bias, const Conv2dGeometry& g) {
-  if (!f32(dy_in) || !f32(x_in)) return ReferenceBackend::conv2d_backward_weights(dy_in, x_in, w_shape, with_bias, g);
+  if (!is_f32(dy_in) || !is_f32(x_in))
+    return ReferenceBackend::conv2d_backward_weights(dy_in, x_in, w_shape, with_bias, g);
   const ConvDims d = conv_dims(x_in.shape(), w_shape, g);
   if (dy_in.shape() != Shape{d.N, d.O, d.OH, d.OW}) {
     throw ShapeError(fmt::format("conv2d backward: gradient {} does not fit output [{}, {}, {}, {}]", dy_in.shape(),

@@ -65,10 +65,12 @@ class CpuBackend : public ReferenceBackend {
 
 Backend& cpu_backend();
 
-// Whether every tensor is f32: the fast kernels' condition; other dtypes fall back to the reference.
+// Whether a tensor (every tensor) is f32: the fast kernels' condition; other dtypes fall back to
+// the reference.
+inline bool is_f32(const Tensor& t) { return t.dtype() == DType::kF32; }
 inline bool all_f32(std::initializer_list<const Tensor*> ts) {
   for (const Tensor* t : ts) {
-    if (t->dtype() != DType::kF32) return false;
+    if (!is_f32(*t)) return false;
   }
   return true;
 }

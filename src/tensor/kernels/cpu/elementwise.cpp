@@ -9,8 +9,6 @@
 namespace dtrain {
 namespace {
 
-bool is_f32(const Tensor& t) { return t.dtype() == DType::kF32; }
-
 // Loops below this many elements run on the calling thread (a parallel region costs ~1-5 us).
 constexpr std::int64_t kElementwiseParallelMin = 1 << 16;
 

@@ -6,23 +6,12 @@
 
 #include "tensor/kernels/cpu/cpu_backend.h"
 #include "tensor/kernels/cpu/gemm.h"
+#include "tensor/kernels/geometry.h"
 
 namespace dtrain {
-namespace {
-
-bool f32(const Tensor& t) { return t.dtype() == DType::kF32; }
-
-void check_linear(const Tensor& x, const Tensor& w) {
-  if (x.dim() != 2 || w.dim() != 2 || x.size(1) != w.size(1)) {
-    throw ShapeError(
-        fmt::format("linear: input {} does not fit weight {} (need [N, I] and [O, I])", x.shape(), w.shape()));
-  }
-}
-
-}  // namespace
 
 Tensor CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor* b) {
-  if (!f32(x) || !f32(w) || (b != nullptr && !f32(*b))) return ReferenceBackend::linear_forward(x, w, b);
+  if (!is_f32(x) || !is_f32(w) || (b != nullptr && !is_f32(*b))) return ReferenceBackend::linear_forward(x, w, b);
   check_linear(x, w);
   const std::int64_t N = x.size(0), I = x.size(1), O = w.size(0);
   if (b != nullptr && b->numel() != O) {
@@ -43,7 +32,7 @@ Tensor CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor
 }
 
 Tensor CpuBackend::linear_backward_data(const Tensor& dy, const Tensor& w) {
-  if (!f32(dy) || !f32(w)) return ReferenceBackend::linear_backward_data(dy, w);
+  if (!is_f32(dy) || !is_f32(w)) return ReferenceBackend::linear_backward_data(dy, w);
   DT_CHECK(dy.dim() == 2 && w.dim() == 2 && dy.size(1) == w.size(0), "linear backward: gradient {} and weight {}",
            dy.shape(), w.shape());
   const std::int64_t N = dy.size(0), O = w.size(0), I = w.size(1);
@@ -53,7 +42,7 @@ Tensor CpuBackend::linear_backward_data(const Tensor& dy, const Tensor& w) {
 }
 
 WeightGrads CpuBackend::linear_backward_weights(const Tensor& dy, const Tensor& x, bool with_bias) {
-  if (!f32(dy) || !f32(x)) return ReferenceBackend::linear_backward_weights(dy, x, with_bias);
+  if (!is_f32(dy) || !is_f32(x)) return ReferenceBackend::linear_backward_weights(dy, x, with_bias);
   DT_CHECK(dy.dim() == 2 && x.dim() == 2 && dy.size(0) == x.size(0), "linear backward: gradient {} and input {}",
            dy.shape(), x.shape());
   const std::int64_t N = x.size(0), I = x.size(1), O = dy.size(1);

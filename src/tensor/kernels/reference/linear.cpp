@@ -1,18 +1,9 @@
 // Reference linear layer: y = x W^T + b as triple loops.
+#include "tensor/kernels/geometry.h"
 #include "tensor/kernels/reference/reference_backend.h"
 #include "tensor/kernels/reference/typed.h"
 
 namespace dtrain {
-namespace {
-
-void check_linear(const Tensor& x, const Tensor& w) {
-  if (x.dim() != 2 || w.dim() != 2 || x.size(1) != w.size(1)) {
-    throw ShapeError(fmt::format("linear: input {} does not fit weight {} (need [N, I] and [O, I])", x.shape(),
-                                 w.shape()));
-  }
-}
-
-}  // namespace
 
 Tensor ReferenceBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor* b) {
   check_linear(x, w);
