@@ -33,6 +33,7 @@ struct BenchTrainOptions {
   std::string comm_dtype = "f32";
   double bucket_mb = 1.0;
   bool double_buffering = false;
+  std::string chunk_kb = "auto";
   std::string gemm = "onednn";
 };
 
@@ -59,7 +60,7 @@ int bench_train(const BenchTrainOptions& o) {
   const Tensor y = Tensor::from_labels(yv);
 
   // Under mpirun every rank runs data-parallel steps on its own batch of o.batch samples.
-  ProcessGroup group = join_process_group(300);
+  ProcessGroup group = join_process_group(300, o.chunk_kb);
   std::unique_ptr<Updater> updater;
   if (group.active()) {
     DataParallelConfig dp;
@@ -93,13 +94,14 @@ int bench_train(const BenchTrainOptions& o) {
       "dtrain model={} batch={} threads={} steps={} samples_per_s={:.1f} step_ms={:.3f} gflops={:.1f} "
       "peak_fraction={:.3f} train_mflop_per_sample={:.1f} peak_rss_mb={:.1f} minor_faults_per_step={:.1f} "
       "blas={} gemm={} ranks={} forward_ms={:.3f} backward_ms={:.3f} comm_ms={:.3f} update_ms={:.3f} "
-      "tensor_peak_mb={:.1f} tensor_cached_mb={:.1f}\n",
+      "tensor_peak_mb={:.1f} tensor_cached_mb={:.1f} chunk_kb={}\n",
       o.model, o.batch, o.threads, o.steps, samples_per_s, 1e3 * seconds / o.steps, gflops / group.size,
       gflops / group.size / peak, (cost.forward_flops + cost.backward_flops) / 1e6, after.peak_rss_mb,
       static_cast<double>(after.minor_faults - before.minor_faults) / o.steps, openblas_build(), o.gemm, group.size,
       1e3 * phases.forward / o.steps, 1e3 * phases.backward / o.steps, 1e3 * phases.comm / o.steps,
       1e3 * phases.update / o.steps, static_cast<double>(memory.peak_bytes_in_use) / (1 << 20),
-      static_cast<double>(memory.bytes_cached) / (1 << 20));
+      static_cast<double>(memory.bytes_cached) / (1 << 20),
+      group.active() ? group.comm->options().chunk_bytes >> 10 : 0);
   return 0;
 }
 
@@ -126,6 +128,7 @@ Action register_bench(CLI::App& app) {
       ->capture_default_str();
   train->add_option("--bucket-mb", o->bucket_mb, "Under mpirun: gradient bucket size in MiB")->capture_default_str();
   train->add_flag("--double-buffering", o->double_buffering, "Under mpirun: one-step-stale gradients");
+  add_chunk_flag(*train, o->chunk_kb);
   train->add_option("--gemm", o->gemm,
                     "Library of the linear layers' sgemm: onednn (AVX-512 here) or openblas (follows "
                     "OPENBLAS_CORETYPE, which this environment sets to Haswell: AVX2)")

@@ -4,7 +4,8 @@
 // ranks as threads of this process (the local backend), which has no MPI baseline.
 //
 // --chunk-kb may list several pipeline chunk sizes; each size is then measured with every one,
-// interleaved, which is how the default chunk is checked against the transport at hand. After the
+// interleaved, which is how the automatic chunk (comm/hosts.h) is checked against the transport at
+// hand ("auto" in the list stands for it). After the
 // table it prints one `best` line per size: the fastest of dtrain's own algorithms (and chunk)
 // against MPI_Allreduce, the ratio the project's target is stated in.
 #include <fmt/format.h>
@@ -15,6 +16,8 @@
 #include <memory>
 
 #include "apps/dtrain/commands.h"
+#include "apps/dtrain/distributed.h"
+#include "comm/hosts.h"
 #include "comm/benchmark.h"
 #include "comm/local_transport.h"
 #include "core/error.h"
@@ -35,7 +38,7 @@ struct BenchAllreduceOptions {
   int repeats = 3;
   int iterations = 0;
   int warmup = 3;
-  std::string chunk_kb = std::to_string(comm::kDefaultChunkBytes >> 10);  // comma-separated list
+  std::string chunk_kb = "auto";  // comma-separated list
   double timeout = 300;
   int ranks = 2;  // local backend only
 };
@@ -156,18 +159,12 @@ void print_table(const std::vector<Measured>& rows, int p, const std::string& tr
   std::fflush(stdout);
 }
 
+// "auto,64,1024" -> {0, 65536, 1048576} (0: the host layout's choice, comm/hosts.h).
 std::vector<std::size_t> parse_chunks(const std::string& list) {
   std::vector<std::size_t> out;
   for (std::size_t start = 0; start < list.size();) {
     const std::size_t end = std::min(list.find(',', start), list.size());
-    double kb = 0;
-    try {
-      kb = std::stod(list.substr(start, end - start));
-    } catch (const std::exception&) {
-      kb = 0;
-    }
-    if (!(kb >= 1)) throw InputError(fmt::format("--chunk-kb takes numbers >= 1 separated by commas, got '{}'", list));
-    out.push_back(static_cast<std::size_t>(kb * 1024));
+    out.push_back(parse_chunk_kb(list.substr(start, end - start)));
     start = end + 1;
   }
   if (out.empty()) throw InputError("--chunk-kb needs at least one value");
@@ -195,7 +192,15 @@ int bench_allreduce(const BenchAllreduceOptions& o) {
   // One communicator per chunk size over the same transport.
   auto body = [&](comm::Transport& t) {
     std::vector<std::unique_ptr<comm::Communicator>> comms;
-    for (std::size_t c : chunks) comms.push_back(std::make_unique<comm::Communicator>(t, comm::CommOptions{o.timeout, c}));
+    std::size_t automatic = 0;
+    if (std::count(chunks.begin(), chunks.end(), 0) > 0) {
+      comm::Communicator probe(t, comm::CommOptions{o.timeout});
+      automatic = comm::chunk_bytes_for(comm::host_layout(probe));
+    }
+    for (std::size_t c : chunks) {
+      if (c == 0) c = automatic;
+      comms.push_back(std::make_unique<comm::Communicator>(t, comm::CommOptions{o.timeout, c}));
+    }
     const auto rows = measure(comms, bench, max_bytes, o.repeats);
     if (t.rank() == 0) print_table(rows, t.size(), std::string(t.name()), bench.dtype, o.repeats);
   };
@@ -233,8 +238,8 @@ Action register_bench_allreduce(CLI::App& bench) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   a->add_option("--chunk-kb", o->chunk_kb,
-                "Largest point-to-point message of the pipelined algorithms, KiB; a comma-separated list measures "
-                "each (interleaved)")
+                "Largest point-to-point message of the pipelined algorithms, KiB, or auto (by host layout, as "
+                "training chooses it); a comma-separated list measures each (interleaved)")
       ->capture_default_str();
   a->add_option("--timeout", o->timeout, "Seconds a collective may wait for a peer (0: forever)")->capture_default_str();
   a->add_option("--ranks", o->ranks, "Without mpirun: ranks as threads of this process")

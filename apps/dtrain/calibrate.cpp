@@ -24,6 +24,7 @@ struct CalibrateOptions {
   double min_seconds = 0.1;
   bool per_shape = false;
   double timeout = 300;
+  std::string chunk_kb = "auto";
 };
 
 int run_calibrate(const CalibrateOptions& o) {
@@ -35,7 +36,7 @@ int run_calibrate(const CalibrateOptions& o) {
   }
   if (o.min_seconds <= 0) throw InputError(fmt::format("--min-seconds must be > 0, got {}", o.min_seconds));
   set_num_threads(o.threads);
-  ProcessGroup group = join_process_group(o.timeout);
+  ProcessGroup group = join_process_group(o.timeout, o.chunk_kb);
   perf::CalibrationOptions opts;
   opts.device.models = o.models;
   opts.device.batch = o.batch;
@@ -82,6 +83,7 @@ Action register_calibrate(CLI::App& app) {
   c->add_flag("--per-shape", o->per_shape, "Also print every layer shape's time and rate");
   c->add_option("--timeout", o->timeout, "Under mpirun: seconds a message may wait for a peer (0: forever)")
       ->capture_default_str();
+  add_chunk_flag(*c, o->chunk_kb);
   return [c, o]() { return c->parsed() ? run_calibrate(*o) : -1; };
 }
 

@@ -1,5 +1,10 @@
 #include "apps/dtrain/distributed.h"
 
+#include <fmt/format.h>
+
+#include "comm/agreement.h"
+#include "core/error.h"
+
 #if DTRAIN_HAVE_MPI
 #include "comm/mpi/mpi_transport.h"
 #endif
@@ -15,20 +20,57 @@ SumAcrossRanks ProcessGroup::summer() {
   };
 }
 
-ProcessGroup join_process_group(double timeout_seconds) {
+std::size_t parse_chunk_kb(const std::string& text) {
+  if (text == "auto") return 0;
+  std::size_t used = 0;
+  double kb = 0;
+  try {
+    kb = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(kb >= 1) || kb > 1 << 20) {
+    throw InputError(fmt::format("--chunk-kb takes 'auto' or a size in KiB from 1 to 1048576, got '{}'", text));
+  }
+  return static_cast<std::size_t>(kb * 1024);
+}
+
+ProcessGroup join_process_group(double timeout_seconds, const std::string& chunk_kb) {
   ProcessGroup g;
+  const std::size_t chunk = parse_chunk_kb(chunk_kb);
 #if DTRAIN_HAVE_MPI
   if (!comm::mpi_launched()) return g;
   comm::CommOptions options;
   options.timeout_seconds = timeout_seconds;
   g.comm = std::make_unique<comm::Communicator>(comm::make_mpi_transport(), options);
-  g.worker = std::make_unique<CommWorker>(*g.comm);
   g.rank = g.comm->rank();
   g.size = g.comm->size();
+  // Before the communication thread starts: the layout's allgather and the agreement check run
+  // on this thread, with the default chunk, which every rank has.
+  g.hosts = comm::host_layout(*g.comm);
+  const std::size_t chosen = chunk > 0 ? chunk : comm::chunk_bytes_for(g.hosts);
+  comm::check_agreement(*g.comm, {{"chunk_kb", fmt::format("{}", static_cast<double>(chosen) / 1024)}});
+  g.comm->set_chunk_bytes(chosen);
+  g.worker = std::make_unique<CommWorker>(*g.comm);
 #else
   (void)timeout_seconds;
+  (void)chunk;
 #endif
   return g;
+}
+
+void add_chunk_flag(CLI::App& command, std::string& chunk_kb) {
+  command
+      .add_option("--chunk-kb", chunk_kb,
+                  "Under mpirun: largest message of dtrain's collectives in KiB, or auto: 1024 on one host, 32 "
+                  "across hosts (below Open MPI's TCP eager limit; docs/distributed.md)")
+      ->capture_default_str();
+}
+
+std::string ProcessGroup::describe_chunk() const {
+  if (!active()) return "";
+  return fmt::format("{} KiB messages ({} host{}{})", comm->options().chunk_bytes >> 10, hosts.members.size(),
+                     hosts.members.size() == 1 ? "" : "s", hosts.spans_hosts() ? ", network chunks" : "");
 }
 
 }  // namespace dtrain::cli

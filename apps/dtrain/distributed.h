@@ -2,10 +2,13 @@
 // the communication thread every collective goes through. Absent when not launched by mpirun.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/hosts.h"
 #include "parallel/comm_worker.h"
 #include "train/evaluator.h"
 
@@ -17,14 +20,24 @@ struct ProcessGroup {
   int rank = 0;
   int size = 1;
 
+  comm::HostLayout hosts;  // where the ranks run (comm/hosts.h)
+
   bool active() const { return comm != nullptr; }
+  // "32 KiB messages (2 hosts, network chunks)": the collectives' chunk size, for logs.
+  std::string describe_chunk() const;
   // Sums a few values over all ranks (in f64 via two f32 halves would lose nothing for counts up
   // to 2^24; the values summed here are sample counts and loss sums).
   SumAcrossRanks summer();
 };
 
 // Joins the MPI job when the process was started by mpirun (collective timeout in seconds, 0:
-// none); otherwise returns an inactive group.
-ProcessGroup join_process_group(double timeout_seconds);
+// none; chunk_kb: the collectives' largest message in KiB, or "auto" for comm/hosts.h's choice by
+// host layout, checked to agree across ranks); otherwise returns an inactive group. Throws
+// InputError for a chunk_kb that is neither.
+ProcessGroup join_process_group(double timeout_seconds, const std::string& chunk_kb = "auto");
+// Adds --chunk-kb (stored in `chunk_kb`) to a command that joins the process group.
+void add_chunk_flag(CLI::App& command, std::string& chunk_kb);
+// The --chunk-kb text: 0 for "auto", else bytes.
+std::size_t parse_chunk_kb(const std::string& text);
 
 }  // namespace dtrain::cli

@@ -50,6 +50,7 @@ struct TrainOptions {
   bool double_buffering = false;
   int accumulate = 1;
   double timeout = 300;
+  std::string chunk_kb = "auto";
   std::string profile;  // predict each epoch's time per step (perfmodel/training_prediction.h)
   std::string trace;    // Chrome trace of a window of steps (train/trace_recorder.h)
   std::int64_t trace_steps = 10;
@@ -164,7 +165,7 @@ int run_train(TrainOptions o) {
   dp.double_buffering = o.double_buffering;
   dp.accumulate = o.accumulate;
 
-  ProcessGroup group = join_process_group(o.timeout);
+  ProcessGroup group = join_process_group(o.timeout, o.chunk_kb);
   const bool leader = group.rank == 0;
   Dataset train = load_dataset(o.dataset, o.data_dir, "train");
   Dataset test = load_dataset(o.dataset, o.data_dir, "test");
@@ -201,7 +202,8 @@ int run_train(TrainOptions o) {
     fmt::print("dtrain: {} ({} parameters, {:.1f} MFLOP per sample forward) on {}, {} epochs of {} steps, batch {}",
                o.model, model->num_parameters(), cost.forward_flops / 1e6, train.describe(), o.epochs,
                sampler.batches_per_epoch(), o.batch);
-    if (group.active()) fmt::print(" per rank x {} ranks, allreduce {} in {}", group.size, o.allreduce, o.comm_dtype);
+    if (group.active()) fmt::print(" per rank x {} ranks, allreduce {} in {}, {}", group.size, o.allreduce, o.comm_dtype,
+                                     group.describe_chunk());
     fmt::print(", {} thread(s)\n", o.threads);
   }
 
@@ -351,6 +353,7 @@ Action register_train(CLI::App& app) {
                 "Under mpirun: seconds a collective may wait for a peer before failing with an error naming it (0: "
                 "forever)")
       ->capture_default_str();
+  add_chunk_flag(*t, o->chunk_kb);
   add_checkpoint_flags(*t, o->checkpoint);
   return [t, o]() { return t->parsed() ? run_train(*o) : -1; };
 }

@@ -60,6 +60,9 @@ class Communicator {
   Transport& transport() { return *transport_; }
   const CommOptions& options() const { return options_; }
   void set_timeout(double seconds) { options_.timeout_seconds = seconds; }
+  // Every rank must use the same chunk size (the messages of a collective are cut by it);
+  // comm/hosts.h: chunk_bytes_for chooses one by where the ranks run.
+  void set_chunk_bytes(std::size_t bytes) { options_.chunk_bytes = bytes; }
   const CommStats& stats() const { return stats_; }
 
   // Sums `count` elements of `dtype` (f32, f16, bf16) over all ranks, in place. kAuto picks by

@@ -1,8 +1,6 @@
 #include "perfmodel/calibrate_transport.h"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -12,6 +10,7 @@
 #include <map>
 
 #include "comm/algorithms/collective.h"
+#include "comm/hosts.h"
 #include "comm/reduce.h"
 #include "core/error.h"
 #include "core/timer.h"
@@ -22,7 +21,6 @@ namespace {
 
 // Above every tag the communicator's collectives use (16 * kind + algorithm).
 constexpr int kTag = 32000;
-constexpr std::size_t kKeyBytes = 128;
 constexpr std::size_t kSmallBytes = 64;
 constexpr std::size_t kFirstSlopeBytes = std::size_t{256} << 10;
 constexpr std::size_t kMaxSlopeBytes = std::size_t{16} << 20;
@@ -184,7 +182,7 @@ void exchange_chunks(comm::Communicator& c, int peer, const std::byte* s, std::b
                      std::size_t window) {
   comm::Transport& t = c.transport();
   const auto deadline = comm::Deadline::after(c.options().timeout_seconds);
-  const std::size_t chunk = comm::kDefaultChunkBytes;
+  const std::size_t chunk = c.options().chunk_bytes;
   const std::size_t chunks = bytes == 0 ? 1 : (bytes + chunk - 1) / chunk;
   auto length = [&](std::size_t g) { return bytes == 0 ? 0 : std::min(chunk, bytes - g * chunk); };
   std::vector<comm::Request> sends, recvs;
@@ -245,41 +243,15 @@ std::vector<int> busy_partners(const TransportCalibration& t) {
   return partner;
 }
 
-std::string host_key() {
-  std::array<char, 256> name{};
-  if (::gethostname(name.data(), name.size() - 1) != 0) std::strcpy(name.data(), "unknown-host");
-  std::string key = name.data();
-  struct stat st {};
-  if (::stat("/proc/self/ns/net", &st) == 0) key += fmt::format("/netns:{}", st.st_ino);
-  return key;
-}
-
 TransportCalibration calibrate_transport(comm::Communicator& c, double min_seconds) {
   const int p = c.size();
   TransportCalibration out;
   // Hosts: every rank's key, gathered.
-  std::string key = host_key();
-  key.resize(kKeyBytes, '\0');
-  std::vector<char> keys(kKeyBytes * static_cast<std::size_t>(p));
-  c.allgather(key.data(), keys.data(), kKeyBytes);
-  std::map<std::string, int> index;
-  std::vector<std::vector<int>> members;
-  std::vector<std::string> plain_names;
-  for (int r = 0; r < p; ++r) {
-    const std::string k(keys.data() + static_cast<std::size_t>(r) * kKeyBytes);
-    auto [it, fresh] = index.emplace(k, static_cast<int>(members.size()));
-    if (fresh) {
-      members.emplace_back();
-      plain_names.push_back(k.substr(0, k.find("/netns:")));
-    }
-    members[static_cast<std::size_t>(it->second)].push_back(r);
-    out.host_of.push_back(it->second);
-  }
-  for (std::size_t h = 0; h < members.size(); ++h) {
-    const auto same = std::count(plain_names.begin(), plain_names.end(), plain_names[h]);
-    out.host_names.push_back(same > 1 ? fmt::format("{} (network namespace {})", plain_names[h], h) : plain_names[h]);
-    out.ranks_per_host = std::max(out.ranks_per_host, static_cast<int>(members[h].size()));
-  }
+  const comm::HostLayout layout = comm::host_layout(c);
+  out.host_of = layout.host_of;
+  out.host_names = layout.names;
+  out.ranks_per_host = layout.ranks_per_host;
+  const std::vector<std::vector<int>>& members = layout.members;
 
   // Same host: consecutive ranks of each host in pairs, all pairs at once; one rank alone on its
   // host messages itself.

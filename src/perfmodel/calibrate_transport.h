@@ -2,17 +2,19 @@
 // of the messages between them, measured through the transport the collectives use
 // (comm/transport.h; MPI under mpirun), in the terms comm/algorithm.h charges:
 //
-//   hosts        a rank's host is its host name and network namespace, so two namespaces on one
-//                machine (emulated hosts, ../shared/peers/netns_mpi.sh) count as two hosts;
+//   hosts        comm/hosts.h: host name and network namespace, so two namespaces on one
+//                machine (emulated hosts, tools/netns_hosts.sh) count as two hosts;
 //   alpha        half the round trip of a 64-byte ping-pong (mean over batches of them);
 //   beta         every step of the collectives sends and receives at once (a ring step, a
 //                butterfly exchange), so beta is the slope of a simultaneous exchange between two
 //                ranks: (T(n) - T(n/2)) / (n/2), n doubled from 256 KiB until T(n) takes 50 ms
-//                (at least 512 KiB, at most 16 MiB), sent in the collectives' chunks
-//                (kDefaultChunkBytes), half of them received through the window of two chunks
-//                the reductions use and half freely, as every allreduce receives them
-//                (exchange_bytes); the median over paired rounds of T(n) - T(n/2); two large sizes, so that a link's burst allowance (tc
-//                tbf's bucket) cancels out of the slope;
+//                (at least 512 KiB, at most 16 MiB), sent in the chunks the communicator's
+//                collectives use (its chunk_bytes: comm/hosts.h chooses them by host layout, so
+//                a calibration under the run's layout measures the run's messages), half of them
+//                received through the window of two chunks the reductions use and half freely,
+//                as every allreduce receives them (exchange_bytes); the median over paired rounds
+//                of T(n) - T(n/2); two large sizes, so that a link's burst allowance (tc tbf's
+//                bucket) cancels out of the slope;
 //   one way      the slope of ping-pongs of the same two sizes (half a round trip each), for the
 //                collectives that move data one direction at a time (tree, one-to-all);
 //   gamma        comm::reduce_sum adding 4 MiB of f32 into 4 MiB (1 / bytes per second).
@@ -47,9 +49,6 @@ struct TransportCalibration {
   LinkMeasurement same_host, across_hosts;
   double reduce = 0;  // bytes per second of f32 additions (1 / gamma), mean over ranks
 };
-
-// "hostname" or "hostname/netns:4026532281" when not in the initial network namespace.
-std::string host_key();
 
 // A collective: every rank of `comm` calls it; the result is the same on every rank.
 TransportCalibration calibrate_transport(comm::Communicator& comm, double min_seconds);

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <fstream>
 
+#include "comm/hosts.h"
 #include "core/timer.h"
 #include "perfmodel/calibrate_overlap.h"
 #include "perfmodel/report.h"
@@ -59,7 +60,7 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
     worker->run([&](comm::Communicator& comm) { c.transport = calibrate_transport(comm, o.min_seconds); });
   } else {
     c.transport.host_of = {0};
-    c.transport.host_names = {host_key().substr(0, host_key().find("/netns:"))};
+    c.transport.host_names = {comm::host_key().substr(0, comm::host_key().find("/netns:"))};
   }
   c.host = c.transport.host_names.at(0);
   const int rank = worker != nullptr ? worker->communicator().rank() : 0;

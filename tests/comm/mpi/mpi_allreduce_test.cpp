@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "comm/agreement.h"
+#include "comm/hosts.h"
 #include "comm/mpi/mpi_transport.h"
 #include "comm_test_util.h"
 #include "core/error.h"
@@ -36,6 +37,27 @@ void expect_identical_on_all_ranks(const TypedBuffer& buf, const std::string& wh
 }
 
 class VersusMpi : public ::testing::TestWithParam<std::tuple<Algorithm, DType>> {};
+
+// Across hosts every collective runs in network chunks (comm/hosts.h): a 4 MiB allreduce then
+// pipelines 128 messages per block through Open MPI's eager path, and must still equal
+// MPI_Allreduce bit for bit. The layout itself is the same on every rank.
+TEST(NetworkChunks, AllreduceEqualsMpiAndLayoutAgrees) {
+  Communicator& comm = world();
+  const HostLayout layout = host_layout(comm);
+  ASSERT_EQ(layout.host_of.size(), static_cast<std::size_t>(comm.size()));
+  std::vector<int> mine = layout.host_of, first = layout.host_of;
+  comm.broadcast(first.data(), first.size() * sizeof(int), 0);
+  EXPECT_EQ(mine, first) << "ranks disagree on the host layout";
+  Communicator chunked(comm.transport(), testing::test_options(kNetworkChunkBytes));
+  const std::size_t count = std::size_t{1} << 20;
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kButterfly, Algorithm::kTree}) {
+    TypedBuffer ours(DType::kF32, testing::closed_form_data(comm.rank(), count));
+    TypedBuffer theirs = ours;
+    chunked.allreduce(ours.data(), count, DType::kF32, a);
+    comm.allreduce(theirs.data(), count, DType::kF32, Algorithm::kMpi);
+    EXPECT_EQ(ours.bytes, theirs.bytes) << algorithm_name(a) << " in 32 KiB chunks differs from MPI_Allreduce";
+  }
+}
 
 TEST_P(VersusMpi, ClosedFormEqualsMpiAllreduceExactly) {
   const auto [algorithm, dtype] = GetParam();
