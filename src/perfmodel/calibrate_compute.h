@@ -15,7 +15,8 @@
 //                              (F FLOPs, M the memory term at the measured rates, T the mean
 //                              time). It is sum F / sum T when arithmetic binds every shape;
 //   step variation             compute steps (one forward and backward of every layer shape
-//                              above, in order) timed one by one: the robust coefficient of
+//                              of the chosen models, in order: about as long as their own
+//                              steps) timed one by one: the robust coefficient of
 //                              variation of their times (straggler.h: robust_variation), which
 //                              calibration.h combines over ranks;
 //   update                     the optimizer step (momentum SGD, as `dtrain train` defaults to)
@@ -90,6 +91,8 @@ class LayerBench {
   // The chosen models (for the update benchmark).
   const std::vector<std::shared_ptr<Module>>& models() const { return models_; }
   std::size_t largest_tensor_bytes() const { return largest_bytes_; }
+  // Whether layer i is a shape of the chosen models (not one borrowed from the defaults).
+  bool of_chosen_model(std::size_t i) const { return chosen_.at(i); }
   // One forward and backward of layer i.
   void run(std::size_t i);
   // Mean seconds of run(i) over at least min_seconds, after warm-up calls.
@@ -102,6 +105,7 @@ class LayerBench {
 
   std::int64_t batch_;
   std::vector<LayerSummary> layers_;
+  std::vector<bool> chosen_;
   std::vector<std::unique_ptr<Prepared>> prepared_;
   std::vector<std::shared_ptr<Module>> models_;
   std::size_t largest_bytes_ = 0;
