@@ -178,7 +178,8 @@ int run_train(TrainOptions o) {
   auto optimizer = make_optimizer(o.optimizer, model->parameters());
   const Shape sample{input.channels, input.height, input.width};
   const auto plan = perf::plan_for_train(o.profile, *model, sample, o.model, group.size, o.batch, dp,
-                                         o.allreduce == "auto", auto_bucket);
+                                         o.allreduce == "auto", auto_bucket,
+                                         group.active() ? group.comm->options().chunk_bytes : 0);
   if (plan && group.active()) {
     o.allreduce = comm::algorithm_name(dp.algorithm);
     o.bucket_mb = static_cast<double>(dp.bucket_bytes) / (1 << 20);
@@ -209,6 +210,7 @@ int run_train(TrainOptions o) {
 
   nlohmann::json config = config_record(o, train, model->num_parameters());
   config["world_size"] = group.size;
+  if (group.active()) config["chunk_kb"] = static_cast<double>(group.comm->options().chunk_bytes) / 1024;
   auto checkpointer = make_checkpointer(o.checkpoint, *model, *optimizer, group, config, sampler.batches_per_epoch(),
                                         o.double_buffering);
 

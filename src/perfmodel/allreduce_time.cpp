@@ -9,10 +9,11 @@
 namespace dtrain::perf {
 namespace {
 
-// Ring and butterfly steps send and receive at once (both directions of a link busy); the tree's
-// reduce and broadcast phases, and one-to-all's gather and scatter, move data one way at a time
-// over each edge (comm/algorithms/tree.h, one_to_all.h), so they get the link's one-way rate.
-bool one_way(comm::Algorithm a) { return a == comm::Algorithm::kTree || a == comm::Algorithm::kOneToAll; }
+// Ring and butterfly steps send and receive at once, and one-to-all's pipeline receives chunk k+1
+// while it sends chunk k (comm/algorithms/one_to_all.h): both directions of a link busy. The
+// tree's reduce and broadcast phases move data one way at a time over each edge
+// (comm/algorithms/tree.h), so it gets the link's one-way rate.
+bool one_way(comm::Algorithm a) { return a == comm::Algorithm::kTree; }
 
 comm::AlphaBetaGamma abg(const LinkProfile& link, const DeviceProfile& device, int flows, comm::Algorithm a) {
   const double rate = one_way(a) ? link.one_way() : link.bandwidth.value;

@@ -25,6 +25,7 @@ RunConfig config_of(const nlohmann::json& c) {
   r.bucket_bytes = static_cast<std::size_t>(c.value("bucket_mb", 1.0) * (1 << 20));
   r.double_buffering = c.value("double_buffering", false);
   r.accumulate = c.value("accumulate", 1);
+  r.chunk_bytes = static_cast<std::size_t>(c.value("chunk_kb", 0.0) * 1024);  // absent: by layout
   r.disk_bytes_per_sample = 0;  // dtrain train holds the dataset in memory
   return r;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "comm/hosts.h"
 #include "core/error.h"
 #include "parallel/buckets.h"
 #include "perfmodel/allreduce_time.h"
@@ -121,6 +122,11 @@ void validate(const RunConfig& c) {
   if (c.disk_bytes_per_sample < 0) throw InputError("disk bytes per sample must be >= 0");
 }
 
+std::size_t chunk_bytes_of(const RunConfig& c, const Profile& p) {
+  if (c.chunk_bytes > 0) return c.chunk_bytes;
+  return c.workers > std::max(1, p.node.accelerators) ? comm::kNetworkChunkBytes : comm::kDefaultChunkBytes;
+}
+
 std::string exchange_label(const RunConfig& c) {
   if (c.exchange == Exchange::kParameterServer) return fmt::format("ps-{} x{}", sync_name(c.sync), c.servers);
   return fmt::format("{}{}", c.hierarchical ? "hier-" : "", comm::algorithm_name(c.algorithm));
@@ -191,7 +197,7 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
     const bool half = c.comm_dtype != DType::kF32;
     // Scale (read, write f32), finite check (read f32); f16/bf16 casts each way (4 + 2 bytes).
     const double local_rate = (half ? 14.0 : 8.0) / d.memory_read.value + (half ? 10.0 : 4.0) / d.memory_write.value;
-    const AllreducePlan ar{c.algorithm, c.workers, c.hierarchical, c.comm_dtype, c.chunk_bytes};
+    const AllreducePlan ar{c.algorithm, c.workers, c.hierarchical, c.comm_dtype, chunk_bytes_of(c, p)};
     std::map<std::int64_t, AllreduceTime> memo;  // buckets of equal size cost the same
     std::size_t released_by = 0;
     for (std::size_t b = 0; b < layout.buckets.size(); ++b) {

@@ -51,13 +51,17 @@ struct RunConfig {
   Sync sync = Sync::kBsp;
   DType comm_dtype = DType::kF32;
   std::size_t bucket_bytes = std::size_t{1} << 20;
-  std::size_t chunk_bytes = comm::kDefaultChunkBytes;
+  // The collectives' largest message; 0: as dtrain chooses it by layout (comm/hosts.h), 1 MiB
+  // within a node and 32 KiB when the workers span nodes.
+  std::size_t chunk_bytes = 0;
   bool double_buffering = false;
   int accumulate = 1;
   double disk_bytes_per_sample = 0;
 };
 // Throws InputError naming the bad setting and what is valid.
 void validate(const RunConfig& c);
+// The chunk the run's collectives use: c.chunk_bytes, or by layout when it is 0.
+std::size_t chunk_bytes_of(const RunConfig& c, const Profile& p);
 // "ring", "hier-butterfly", "ps-asp x4", ...
 std::string exchange_label(const RunConfig& c);
 

@@ -85,7 +85,8 @@ TrainingPlan plan_training(const std::string& profile_spec, Module& model, const
 
 std::optional<TrainingPlan> plan_for_train(const std::string& profile_spec, Module& model, const Shape& sample_shape,
                                            const std::string& model_name, int workers, std::int64_t batch,
-                                           DataParallelConfig& dp, bool auto_algorithm, bool auto_bucket) {
+                                           DataParallelConfig& dp, bool auto_algorithm, bool auto_bucket,
+                                           std::size_t chunk_bytes) {
   if (profile_spec.empty()) return std::nullopt;
   RunConfig c;
   c.workers = workers;
@@ -95,6 +96,7 @@ std::optional<TrainingPlan> plan_for_train(const std::string& profile_spec, Modu
   c.bucket_bytes = dp.bucket_bytes;
   c.double_buffering = dp.double_buffering;
   c.accumulate = dp.accumulate;
+  c.chunk_bytes = chunk_bytes;
   const bool many = workers > 1;
   TrainingPlan plan =
       plan_training(profile_spec, model, sample_shape, model_name, c, auto_algorithm && many, auto_bucket && many);

@@ -48,7 +48,8 @@ TrainingPlan plan_training(const std::string& profile_spec, Module& model, const
 // auto_bucket (with more than one worker), and writing the choice back into `dp`.
 std::optional<TrainingPlan> plan_for_train(const std::string& profile_spec, Module& model, const Shape& sample_shape,
                                            const std::string& model_name, int workers, std::int64_t batch,
-                                           DataParallelConfig& dp, bool auto_algorithm, bool auto_bucket);
+                                           DataParallelConfig& dp, bool auto_algorithm, bool auto_bucket,
+                                           std::size_t chunk_bytes = 0);
 
 class PredictionReport : public Extension {
  public:

@@ -98,9 +98,14 @@ TEST(CostModel, RingMatchesThakurFormulaWhenBlocksDivideEvenly) {
   // Butterfly at a power of two: 2 log2 p alpha and the ring's bandwidth terms.
   const double b = predict_allreduce_seconds(Algorithm::kButterfly, p, count, DType::kF32, m, n);
   EXPECT_NEAR(b, 2.0 * 2 * m.alpha + 2.0 * (p - 1) / p * n * m.beta + 1.0 * (p - 1) / p * n * m.gamma, 1e-12);
-  // One-to-all: rank 0 moves (p-1) n each way and reduces (p-1) n.
-  const double o = predict_allreduce_seconds(Algorithm::kOneToAll, p, count, DType::kF32, m, n);
-  EXPECT_NEAR(o, 2.0 * (p - 1) * m.alpha + (p - 1.0) * n * m.beta + (p - 1.0) * n * m.gamma, 1e-12);
+  // One-to-all in chunks c = n/8: rank 0 moves (p-1) n each way at once, one chunk of it filling
+  // the pipeline, and reduces (p-1) n.
+  const std::size_t c = n / 8;
+  const double o = predict_allreduce_seconds(Algorithm::kOneToAll, p, count, DType::kF32, m, c);
+  EXPECT_NEAR(o, 2.0 * (p - 1) * m.alpha + (p - 1.0) * (n + c) * m.beta + (p - 1.0) * n * m.gamma, 1e-12);
+  // In one chunk nothing overlaps: (p-1) n in, then (p-1) n out.
+  const double whole = predict_allreduce_seconds(Algorithm::kOneToAll, p, count, DType::kF32, m, n);
+  EXPECT_NEAR(whole, 2.0 * (p - 1) * m.alpha + 2.0 * (p - 1) * n * m.beta + (p - 1.0) * n * m.gamma, 1e-12);
 }
 
 }  // namespace

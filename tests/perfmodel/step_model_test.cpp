@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "comm/hosts.h"
 #include "core/error.h"
 #include "parallel/buckets.h"
 #include "perfmodel/allreduce_time.h"
@@ -37,13 +38,14 @@ Workload spread(int depth) {
   return workload_from_layers(layers);
 }
 
-double sum_of_bucket_allreduces(const Workload& w, const RunConfig& c, const comm::AlphaBetaGamma& m) {
+double sum_of_bucket_allreduces(const Workload& w, const RunConfig& c, const Profile& profile,
+                                const comm::AlphaBetaGamma& m) {
   std::vector<std::int64_t> numels;
   for (const ParameterInfo& p : w.params) numels.push_back(p.numel);
   double sum = 0;
   for (std::int64_t n : plan_buckets(numels, c.bucket_bytes).bucket_elements) {
     sum += comm::predict_allreduce_seconds(c.algorithm, c.workers, static_cast<std::size_t>(n), c.comm_dtype, m,
-                                           c.chunk_bytes);
+                                           chunk_bytes_of(c, profile));
   }
   return sum;
 }
@@ -70,19 +72,38 @@ TEST(StepModel, WithoutOverlapCommIsTheSumOfTheBucketsAllreduces) {
       c.algorithm = a;
       const StepPrediction s = predict_step(w, one_node, c);
       const comm::AlphaBetaGamma intra{1e-7, 1.0 / 1e10, 1.0 / 1e12};
-      const double expected = sum_of_bucket_allreduces(w, c, intra);
+      const double expected = sum_of_bucket_allreduces(w, c, one_node, intra);
       EXPECT_NEAR(s.comm_allreduce, expected, 1e-12 * p) << algorithm_name(a) << " p=" << p;
       // Exposed: all of it, less the last gradient copies into their buckets (a few ns here).
       EXPECT_NEAR(s.phases.comm, expected, 1e-6 * expected + 1e-8) << algorithm_name(a) << " p=" << p;
       EXPECT_GT(s.buckets.size(), 3u);
       // One accelerator per node: the network, shared by one flow for every algorithm here.
-      const StepPrediction across = predict_step(w, test_profile(1), c);
+      const Profile one_per_node = test_profile(1);
+      const StepPrediction across = predict_step(w, one_per_node, c);
       if (a != Algorithm::kButterfly) {
-        const double net = sum_of_bucket_allreduces(w, c, {1e-6, 1.0 / 1e9, 1.0 / 1e12});
+        const double net = sum_of_bucket_allreduces(w, c, one_per_node, {1e-6, 1.0 / 1e9, 1.0 / 1e12});
         EXPECT_NEAR(across.phases.comm, net, 1e-6 * net + 1e-8) << algorithm_name(a) << " p=" << p;
       }
     }
   }
+}
+
+TEST(StepModel, ChunkFollowsTheLayoutAsTheCommunicatorChoosesIt) {
+  // As comm/hosts.h: 1 MiB messages within a node, 32 KiB once the workers span nodes; a chunk
+  // the run set (dtrain train --chunk-kb) is kept.
+  RunConfig c;
+  c.workers = 4;
+  EXPECT_EQ(chunk_bytes_of(c, test_profile(4)), comm::kDefaultChunkBytes);
+  EXPECT_EQ(chunk_bytes_of(c, test_profile(2)), comm::kNetworkChunkBytes);
+  c.chunk_bytes = 64 << 10;
+  EXPECT_EQ(chunk_bytes_of(c, test_profile(2)), std::size_t{64} << 10);
+  // The chunk reaches the allreduce: one-to-all's pipeline fill is one chunk.
+  c.chunk_bytes = 0;
+  c.algorithm = Algorithm::kOneToAll;
+  const Workload w = params_first(4, 1 << 20);  // four 4 MiB gradients, a bucket each
+  RunConfig small = c;
+  small.chunk_bytes = 4 << 10;
+  EXPECT_LT(predict_step(w, test_profile(2), small).comm_allreduce, predict_step(w, test_profile(2), c).comm_allreduce);
 }
 
 TEST(StepModel, OverlapNeverMakesAStepSlower) {
@@ -119,6 +140,9 @@ TEST(StepModel, F16HalvesTheBytesOnTheWire) {
     RunConfig c;
     c.workers = 8;
     c.algorithm = a;
+    // Whole buckets as single messages, so that one-to-all's pipeline fill (one chunk) is a
+    // bucket too and every term scales with the bytes.
+    c.chunk_bytes = std::size_t{64} << 20;
     const Profile bandwidth_only = test_profile(1, 0.0, 1e9, 1e30);  // no latency, free reduction
     const double f32 = predict_step(w, bandwidth_only, c).comm_allreduce;
     c.comm_dtype = DType::kF16;

@@ -10,14 +10,23 @@ void onetoall_allreduce(Collective& c, void* data, std::size_t count, DType dtyp
   if (p == 1 || count == 0) return;
   const std::size_t elem = dtype_size(dtype);
   auto* d = static_cast<std::byte*>(data);
+  const std::size_t step = c.chunk_elems(elem);
   if (r != 0) {
-    c.post_send(c.list(1), d, count, elem, 0);
-    c.wait_all(c.list(1));  // the result overwrites data
-    c.post_recv(c.list(0), d, count, elem, 0);
-    c.wait_all(c.list(0));
+    // The summed chunk k lands where chunk k was sent from, so its receive is posted as soon as
+    // that send has completed: the sums flow back while later chunks still go out (both
+    // directions of the link busy), whether the transport buffers the sends or waits for rank 0.
+    auto& sends = c.list(1);
+    auto& recvs = c.list(0);
+    c.post_send(sends, d, count, elem, 0);
+    for (std::size_t k = 0; k < sends.size(); ++k) {
+      c.wait(sends[k]);
+      const std::size_t n = std::min(step, count - k * step);
+      recvs.push_back(c.transport.irecv(d + k * step * elem, n * elem, 0, c.tag));
+    }
+    sends.clear();
+    c.wait_all(recvs);
     return;
   }
-  const std::size_t step = c.chunk_elems(elem);
   const auto workers = static_cast<std::size_t>(p - 1);
   // Two halves of p-1 chunk slots: chunk k is received into half k % 2.
   std::byte* tmp = c.scratch.get(2 * workers * step * elem);
@@ -54,14 +63,13 @@ CommCost onetoall_allreduce_cost(int p, int rank, std::size_t count, std::size_t
   if (p == 1 || count == 0) return {};
   const std::uint64_t msgs = chunk_count(count, elem, chunk), bytes = count * elem;
   const std::uint64_t peers = rank == 0 ? static_cast<std::uint64_t>(p - 1) : 1;
-  // Rank 0 receives chunk k+1 while it sends chunk k (pipelined); a worker sends, then receives.
-  return {peers * msgs,
-          peers * bytes,
-          peers * msgs,
-          peers * bytes,
-          rank == 0 ? peers * bytes : 0,
-          2 * peers,
-          rank == 0 ? peers * bytes : 2 * bytes};
+  // Rank 0 receives chunk k+1 while it sends chunk k; a worker receives sum k while it sends
+  // chunk k+1. Both pipelines keep both directions busy, so a rank pays beta on the larger of
+  // its two directions, (p-1) n at rank 0 and n at a worker, plus the one chunk that fills the
+  // pipeline (the whole vector when it is one chunk: then nothing overlaps).
+  const std::uint64_t fill = bytes / msgs;
+  return {peers * msgs, peers * bytes, peers * msgs, peers * bytes, rank == 0 ? peers * bytes : 0, 2 * peers,
+          peers * bytes + peers * fill};
 }
 
 }  // namespace dtrain::comm::detail

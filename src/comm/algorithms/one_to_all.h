@@ -3,13 +3,17 @@
 //
 // Phases (p ranks, n bytes), pipelined in chunks: for each chunk rank 0 receives that chunk from
 // ranks 1 .. p-1 (into scratch slots, the next chunk's receives already posted), adds them in rank
-// order, and sends the summed chunk to ranks 1 .. p-1 before moving on.
+// order, and sends the summed chunk to ranks 1 .. p-1 before moving on. A worker posts all its
+// chunks and, as each send completes, the receive of that chunk's sum into the same place.
 // Bytes: a worker sends n and receives n; rank 0 receives (p-1) n, reduces (p-1) n and sends
 // (p-1) n. Messages: ceil(n / chunk) per worker and direction; p-1 times that at rank 0.
-// Cost (rank 0 handles every message): 2(p-1) alpha + (p-1) n beta + (p-1) n gamma, its receives
-// of chunk k+1 overlapping its sends of chunk k on a full-duplex link (2(p-1) n beta without the
-// pipeline). Rank 0's link carries p-1 times the ring's traffic, which is why parameter servers
-// shard the vector over several servers; it is here as the baseline of that pattern.
+// Cost (rank 0 handles every message; c = the chunk, n when the vector is one chunk):
+//   2(p-1) alpha + (p-1)(n + c) beta + (p-1) n gamma,
+// rank 0's receives of chunk k+1 overlapping its sends of chunk k and a worker's receives its
+// sends, so both directions of a full-duplex link are busy (2(p-1) n beta without the pipeline);
+// beta is the rate of a link busy both ways, as for the ring. Rank 0's link carries p-1 times the
+// ring's traffic, which is why parameter servers shard the vector over several servers; it is
+// here as the baseline of that pattern.
 #pragma once
 
 #include <cstddef>
