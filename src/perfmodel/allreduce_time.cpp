@@ -30,6 +30,18 @@ AllreduceTime time_on(comm::Algorithm a, int p, std::size_t count, DType dtype, 
 
 }  // namespace
 
+double interpolate_measured(const MpiAllreduceProfile& m, double bytes) {
+  const auto& pts = m.points;
+  DT_CHECK(!pts.empty(), "no measured points");
+  if (pts.size() == 1) return pts[0].second * bytes / pts[0].first;
+  std::size_t hi = 1;
+  while (hi + 1 < pts.size() && pts[hi].first < bytes) ++hi;
+  const auto [b0, t0] = pts[hi - 1];
+  const auto [b1, t1] = pts[hi];
+  const double t = t0 + (t1 - t0) * (bytes - b0) / (b1 - b0);
+  return std::max(t, 0.1 * pts[0].second);
+}
+
 int nic_flows(comm::Algorithm a, int per_node) { return a == comm::Algorithm::kButterfly ? per_node : 1; }
 
 double slowest_rank_seconds(comm::Algorithm a, int p, std::size_t count, DType dtype, const comm::AlphaBetaGamma& m,
@@ -59,6 +71,12 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
   const int p = plan.workers;
   DT_CHECK(p >= 1, "workers {}", p);
   if (p == 1 || count == 0) return {};
+  if (plan.algorithm == comm::Algorithm::kMpi && !plan.hierarchical && profile.mpi_allreduce &&
+      profile.mpi_allreduce->workers == p) {
+    const double seconds = interpolate_measured(*profile.mpi_allreduce, static_cast<double>(count * dtype_size(plan.dtype)));
+    // The latency part: the measured line's intercept at zero bytes.
+    return {seconds, std::clamp(interpolate_measured(*profile.mpi_allreduce, 0), 0.0, seconds)};
+  }
   const int k = std::max(1, profile.node.accelerators);
   const DeviceProfile& dev = profile.device;
   if (p <= k)

@@ -13,6 +13,8 @@
 //     code): a ring allreduce inside each node on the intra-node link (its reduce-scatter and
 //     all-gather phases), and between them the chosen algorithm over the nodes on each rank's
 //     1/k share of the data, the k shares of a node crossing its network link side by side.
+//   - `mpi` on a profile that timed the MPI library's allreduce for this many workers (dtrain
+//     calibrate: profile.h, MpiAllreduceProfile): the measured times, interpolated in bytes.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +39,12 @@ struct AllreduceTime {
 };
 
 AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const Profile& profile);
+
+// Seconds of an allreduce of `bytes` from measured points: linear in bytes between the two points
+// around it (time is an affine function of the bytes between sizes where the library keeps its
+// algorithm), along the last two points' line above the largest and the first two points' line
+// below the smallest (never below a tenth of the smallest time); one point scales with the bytes.
+double interpolate_measured(const MpiAllreduceProfile& m, double bytes);
 
 // How many of a node's k ranks send across the node boundary in the same step, for a flat
 // algorithm over more than one node with node-major ranks: ring 1 (one ring edge leaves each

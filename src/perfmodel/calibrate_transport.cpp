@@ -28,6 +28,11 @@ constexpr double kSlopeSeconds = 0.05;  // the slope's largest exchange takes at
 constexpr double kBatchSeconds = 0.005;
 constexpr int kMinBatches = 5;
 constexpr std::size_t kReduceBytes = std::size_t{4} << 20;
+constexpr std::size_t kMpiFirstBytes = std::size_t{64} << 10, kMpiMaxBytes = std::size_t{64} << 20;
+// The ladder stops after the first size this slow: far enough to see where a slow link's
+// throughput changes (a 1 Gbit/s link: 4 MiB at the line rate, 16 MiB at two thirds of it).
+constexpr double kMpiSeconds = 0.5;
+constexpr double kMpiSlowCall = 0.2;  // calls this slow are timed once after the warm-up
 
 // Mean of `value` over the ranks that pass active = true; the same on every rank.
 double mean_over_active(comm::Communicator& c, double value, bool active) {
@@ -172,6 +177,32 @@ double reduce_rate(double min_seconds) {
   return static_cast<double>(kReduceBytes) / median(t);
 }
 
+// The MPI library's allreduce at a ladder of sizes (calibrate_transport.h). Every rank runs the
+// same calls (the repeat count is agreed through the mean of the warm-up times).
+std::vector<std::pair<std::size_t, double>> time_mpi_allreduce(comm::Communicator& c, double min_seconds) {
+  std::vector<std::pair<std::size_t, double>> out;
+  if (c.size() < 2 || !c.transport().has_native_allreduce()) return out;
+  std::vector<float> buffer;
+  for (std::size_t bytes = kMpiFirstBytes; bytes <= kMpiMaxBytes; bytes *= 4) {
+    buffer.assign(bytes / sizeof(float), 0.0f);  // zeros: the sums stay zero, never subnormal
+    auto call = [&] {
+      c.barrier();
+      const Stopwatch sw;
+      c.allreduce(buffer.data(), buffer.size(), DType::kF32, comm::Algorithm::kMpi);
+      return sw.seconds();
+    };
+    const double warm = mean_over_active(c, call(), true);
+    const int calls =
+        std::clamp(static_cast<int>(min_seconds / std::max(warm, 1e-6)), warm >= kMpiSlowCall ? 1 : 3, 20);
+    std::vector<double> t;
+    for (int i = 0; i < calls; ++i) t.push_back(call());
+    const double seconds = mean_over_active(c, median(t), true);
+    out.emplace_back(bytes, seconds);
+    if (seconds >= kMpiSeconds) break;
+  }
+  return out;
+}
+
 }  // namespace
 
 namespace {
@@ -282,6 +313,7 @@ TransportCalibration calibrate_transport(comm::Communicator& c, double min_secon
 
   c.barrier();
   out.reduce = 1.0 / mean_over_active(c, 1.0 / reduce_rate(min_seconds), true);
+  out.mpi_allreduce = time_mpi_allreduce(c, min_seconds);
   return out;
 }
 

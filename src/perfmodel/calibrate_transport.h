@@ -17,7 +17,12 @@
 //                bucket) cancels out of the slope;
 //   one way      the slope of ping-pongs of the same two sizes (half a round trip each), for the
 //                collectives that move data one direction at a time (tree, one-to-all);
-//   gamma        comm::reduce_sum adding 4 MiB of f32 into 4 MiB (1 / bytes per second).
+//   gamma        comm::reduce_sum adding 4 MiB of f32 into 4 MiB (1 / bytes per second);
+//   MPI          the MPI library's own allreduce (dtrain's `mpi`) of f32 over all the ranks, at
+//                64 KiB x 4^k up to the first size one call of which takes 0.5 s (at most
+//                64 MiB): the median of 3 to 20 calls (1 past 0.2 s), each after a barrier. The library picks
+//                its algorithm and protocol by size, so the model interpolates these times rather
+//                than pricing an algorithm it cannot see (allreduce_time.h).
 // Same-host pairs are measured all at once (ranks sharing a host share its cores and memory in a
 // collective too); across hosts one pair measures the link alone (the model divides it among the
 // flows that share it, allreduce_time.h). A host with one rank has no same-host partner: its
@@ -26,6 +31,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -48,6 +54,9 @@ struct TransportCalibration {
   int ranks_per_host = 1;               // the most ranks on one host
   LinkMeasurement same_host, across_hosts;
   double reduce = 0;  // bytes per second of f32 additions (1 / gamma), mean over ranks
+  // (bytes, seconds) of MPI_Allreduce over all ranks; empty for one rank or a transport without
+  // a native allreduce.
+  std::vector<std::pair<std::size_t, double>> mpi_allreduce;
 };
 
 // A collective: every rank of `comm` calls it; the result is the same on every rank.

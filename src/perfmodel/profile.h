@@ -16,6 +16,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace dtrain::perf {
 
@@ -78,12 +80,24 @@ struct NodeProfile {
   std::optional<OverlapProfile> overlap;  // optional in the schema
 };
 
+// The MPI library's own allreduce (dtrain's `mpi` algorithm) timed by dtrain calibrate at a
+// ladder of sizes under one layout: its algorithm and protocols are the library's (Open MPI picks
+// by size and sends whole segments, over TCP past its eager limit), so the model interpolates
+// what was measured instead of pricing an algorithm it cannot see (allreduce_time.h). Used for
+// runs of `workers` workers only; other worker counts fall back to the ring's formula.
+struct MpiAllreduceProfile {
+  int workers = 2;
+  std::vector<std::pair<double, double>> points;  // (bytes, seconds), bytes ascending
+  std::string source;
+};
+
 struct Profile {
   std::string name;  // the --profile text or the file's "name"
   std::string description;
   DeviceProfile device;
   NodeProfile node;
   std::optional<LinkProfile> network;
+  std::optional<MpiAllreduceProfile> mpi_allreduce;
 };
 
 // The schema version this build reads and writes.
@@ -97,6 +111,7 @@ struct ProfileFragment {
   std::optional<NodeProfile> node;
   std::optional<LinkProfile> network;
   std::optional<LinkProfile> link;
+  std::optional<MpiAllreduceProfile> mpi_allreduce;
 };
 // Throws DataError naming the file, the field and the valid fields for a missing, unknown,
 // mistyped, negative or zero value.

@@ -58,6 +58,7 @@ struct Parts {
   std::optional<DeviceProfile> device;
   std::optional<NodeProfile> node;
   std::optional<LinkProfile> network;
+  std::optional<MpiAllreduceProfile> mpi_allreduce;
   std::string description;
 };
 
@@ -85,6 +86,7 @@ void apply_term(const std::string& term, Parts& p, const ProfileNames& names) {
     if (f.node) p.node = *f.node;
     if (f.network) p.network = *f.network;
     if (f.link) p.network = *f.link;  // a lone link in a composition joins the nodes
+    if (f.mpi_allreduce) p.mpi_allreduce = *f.mpi_allreduce;
     if (!f.description.empty()) p.description = f.description;
     return;
   }
@@ -187,6 +189,7 @@ Profile load_profile(const std::string& spec) {
   p.device = *parts.device;
   p.node = *parts.node;
   p.network = parts.network;
+  p.mpi_allreduce = parts.mpi_allreduce;
   return p;
 }
 

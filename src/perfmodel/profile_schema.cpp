@@ -145,6 +145,38 @@ class Reader {
     return n;
   }
 
+  MpiAllreduceProfile mpi_allreduce(const json& j) const {
+    fields(j, "mpi_allreduce", {"workers", "points", "source"});
+    MpiAllreduceProfile m;
+    const json& w = j["workers"];
+    if (!w.is_number_integer() || w.get<std::int64_t>() < 2 || w.get<std::int64_t>() > 1 << 24) {
+      fail(fmt::format("'mpi_allreduce.workers' is {}; it must be an integer >= 2", w.dump()));
+    }
+    m.workers = w.get<int>();
+    m.source = text(j["source"], "mpi_allreduce.source");
+    const json& pts = j["points"];
+    if (!pts.is_array() || pts.empty()) {
+      fail(fmt::format("'mpi_allreduce.points' must be a non-empty array of {{\"bytes\": B, \"seconds\": S}}, got {}",
+                       pts.dump()));
+    }
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+      const std::string where = fmt::format("mpi_allreduce.points[{}]", i);
+      fields(pts[i], where, {"bytes", "seconds"});
+      const json& b = pts[i]["bytes"];
+      const json& s = pts[i]["seconds"];
+      if (!b.is_number() || !s.is_number() || !(b.get<double>() > 0) || !(s.get<double>() > 0) ||
+          !std::isfinite(b.get<double>()) || !std::isfinite(s.get<double>())) {
+        fail(fmt::format("'{}' is {}; bytes and seconds must be positive numbers", where, pts[i].dump()));
+      }
+      if (!m.points.empty() && b.get<double>() <= m.points.back().first) {
+        fail(fmt::format("'{}' has {} bytes, not more than the point before it; list the sizes in ascending order",
+                         where, b.get<double>()));
+      }
+      m.points.emplace_back(b.get<double>(), s.get<double>());
+    }
+    return m;
+  }
+
  private:
   std::string origin_;
 };
@@ -172,7 +204,7 @@ std::size_t compute_kind_index(std::string_view kind) {
 
 ProfileFragment parse_profile_fragment(const json& j, const std::string& origin) {
   const Reader r(origin);
-  r.fields(j, "", {"dtrain_profile", "name"}, {"description", "device", "node", "network", "link"});
+  r.fields(j, "", {"dtrain_profile", "name"}, {"description", "device", "node", "network", "link", "mpi_allreduce"});
   const json& version = j["dtrain_profile"];
   if (!version.is_number_integer() || version.get<int>() != kProfileSchemaVersion) {
     r.fail(fmt::format("'dtrain_profile' is {}; this dtrain reads schema version {}", version.dump(),
@@ -185,6 +217,7 @@ ProfileFragment parse_profile_fragment(const json& j, const std::string& origin)
   if (j.contains("node")) f.node = r.node(j["node"]);
   if (j.contains("network")) f.network = r.link(j["network"], "network");
   if (j.contains("link")) f.link = r.link(j["link"], "link");
+  if (j.contains("mpi_allreduce")) f.mpi_allreduce = r.mpi_allreduce(j["mpi_allreduce"]);
   if (!f.device && !f.node && !f.network && !f.link) {
     r.fail("it has none of 'device', 'node', 'network' or 'link'; a profile needs at least one");
   }
@@ -238,6 +271,11 @@ json profile_to_json(const Profile& p) {
   json j = {{"dtrain_profile", kProfileSchemaVersion}, {"name", p.name}, {"device", device}, {"node", node}};
   if (!p.description.empty()) j["description"] = p.description;
   if (p.network) j["network"] = link_json(*p.network);
+  if (p.mpi_allreduce) {
+    json points = json::array();
+    for (const auto& [bytes, seconds] : p.mpi_allreduce->points) points.push_back({{"bytes", bytes}, {"seconds", seconds}});
+    j["mpi_allreduce"] = {{"workers", p.mpi_allreduce->workers}, {"points", points}, {"source", p.mpi_allreduce->source}};
+  }
   return j;
 }
 

@@ -39,6 +39,10 @@ def same_host(dtrain):
         assert calibrated(link["latency"]) and calibrated(link["bandwidth"]), link
         assert "same-host pair" in link["bandwidth"]["source"], link
         assert "network" not in p, "one host: no network measured"
+        mpi = p["mpi_allreduce"]
+        sizes = [q["bytes"] for q in mpi["points"]]
+        assert mpi["workers"] == 2 and sizes == sorted(sizes) and sizes[0] == 65536, mpi
+        assert all(q["seconds"] > 0 for q in mpi["points"]) and "MPI_Allreduce" in mpi["source"], mpi
         assert 0 < p["node"]["overlap"]["compute"]["value"] <= 1, p["node"]["overlap"]
         variation = p["device"]["step_variation"]
         assert 0 <= variation["value"] < 1 and "compute steps per rank" in variation["source"], variation
@@ -80,6 +84,10 @@ def two_hosts(dtrain, hosts):
         # Measured, not assumed: at most the shaped rate (an unshaped veth would give GB/s), and
         # not far below it (TCP in both directions at once, with each other's ACKs, gets 60-80%).
         assert 0.3 * rate <= net["bandwidth"]["value"] <= 1.1 * rate, net["bandwidth"]
+        # MPI_Allreduce timed over the shaped link: two ranks each send at least half the vector
+        # across it, so no point may beat the link's rate.
+        for q in p["mpi_allreduce"]["points"]:
+            assert q["seconds"] >= 0.9 * q["bytes"] / 2 / rate, p["mpi_allreduce"]
 
 
 def main():

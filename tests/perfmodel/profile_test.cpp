@@ -98,7 +98,7 @@ TEST(Profile, JsonRoundTripsAndFilesCompose) {
   const json j = profile_to_json(p);
   const ProfileFragment f = parse_profile_fragment(j, "round trip");
   ASSERT_TRUE(f.device && f.node && f.network);
-  EXPECT_EQ(profile_to_json(Profile{p.name, p.description, *f.device, *f.node, f.network}), j);
+  EXPECT_EQ(profile_to_json(Profile{p.name, p.description, *f.device, *f.node, f.network, f.mpi_allreduce}), j);
 
   const auto path = std::filesystem::temp_directory_path() / "dtrain_profile_test.json";
   std::ofstream(path) << valid_device_file().dump(2);
@@ -195,6 +195,42 @@ TEST(Profile, StepVariationIsOptionalAndAFraction) {
   expect_contains(error_of(j), "'device.step_variation' is 2; it must be in [0, 1)");
   j["device"]["step_variation"] = {{"value", 0.02}};
   expect_contains(error_of(j), "'device.step_variation' is missing source");
+}
+
+TEST(Profile, MpiAllreduceTimesAreOptionalAscendingAndPositive) {
+  json j = valid_device_file();
+  j["mpi_allreduce"] = {{"workers", 2},
+                        {"points", {{{"bytes", 65536}, {"seconds", 1e-4}}, {{"bytes", 262144}, {"seconds", 3e-4}}}},
+                        {"source", "measured"}};
+  ASSERT_EQ(error_of(j), "");
+  const ProfileFragment f = parse_profile_fragment(j, "test.json");
+  ASSERT_TRUE(f.mpi_allreduce.has_value());
+  EXPECT_EQ(f.mpi_allreduce->workers, 2);
+  ASSERT_EQ(f.mpi_allreduce->points.size(), 2u);
+  Profile p;
+  p.device = *f.device;
+  p.node = *f.node;
+  p.mpi_allreduce = f.mpi_allreduce;
+  EXPECT_EQ(profile_to_json(p)["mpi_allreduce"], j["mpi_allreduce"]);
+
+  json bad = j;
+  bad["mpi_allreduce"]["workers"] = 1;
+  expect_contains(error_of(bad), "'mpi_allreduce.workers' is 1; it must be an integer >= 2");
+  bad = j;
+  bad["mpi_allreduce"]["points"] = json::array();
+  expect_contains(error_of(bad), "'mpi_allreduce.points' must be a non-empty array");
+  bad = j;
+  bad["mpi_allreduce"]["points"][1]["bytes"] = 1024;
+  expect_contains(error_of(bad), "'mpi_allreduce.points[1]' has 1024 bytes, not more than the point before it");
+  bad = j;
+  bad["mpi_allreduce"]["points"][0]["seconds"] = -1;
+  expect_contains(error_of(bad), "'mpi_allreduce.points[0]' is");
+  bad = j;
+  bad["mpi_allreduce"]["points"][0]["time"] = 1;
+  expect_contains(error_of(bad), "unknown field 'mpi_allreduce.points[0].time'");
+  bad = j;
+  bad["mpi_allreduce"].erase("source");
+  expect_contains(error_of(bad), "'mpi_allreduce' is missing source");
 }
 
 TEST(Profile, UnknownHardwareListsWhatIsValid) {

@@ -281,6 +281,37 @@ TEST(AllreduceTime, LinksByPlacement) {
   }
 }
 
+TEST(AllreduceTime, MpiUsesItsMeasuredTimesForTheirWorkerCount) {
+  MpiAllreduceProfile m;
+  m.workers = 2;
+  m.points = {{1000, 1e-3}, {2000, 3e-3}, {4000, 4e-3}};
+  EXPECT_DOUBLE_EQ(interpolate_measured(m, 1000), 1e-3);
+  EXPECT_DOUBLE_EQ(interpolate_measured(m, 1500), 2e-3);   // between two points
+  EXPECT_DOUBLE_EQ(interpolate_measured(m, 8000), 6e-3);   // the last two points' line
+  EXPECT_DOUBLE_EQ(interpolate_measured(m, 500), 1e-4);    // below: the first line, floored
+  EXPECT_DOUBLE_EQ(interpolate_measured(m, 900), 0.8e-3);  // below, above the floor
+  MpiAllreduceProfile one = m;
+  one.points.resize(1);
+  EXPECT_DOUBLE_EQ(interpolate_measured(one, 3000), 3e-3);
+
+  Profile p = test_profile(8);
+  p.mpi_allreduce = m;
+  AllreducePlan plan{Algorithm::kMpi, 2};
+  const AllreduceTime t = allreduce_time(plan, 500, p);  // 2000 bytes of f32
+  EXPECT_DOUBLE_EQ(t.seconds, 3e-3);
+  EXPECT_GE(t.latency, 0);
+  EXPECT_LE(t.latency, t.seconds);
+  plan.dtype = DType::kF16;  // 1000 bytes on the wire
+  EXPECT_DOUBLE_EQ(allreduce_time(plan, 500, p).seconds, 1e-3);
+  // Other worker counts and other algorithms: the formulas.
+  plan = {Algorithm::kMpi, 4};
+  Profile without = p;
+  without.mpi_allreduce.reset();
+  EXPECT_DOUBLE_EQ(allreduce_time(plan, 500, p).seconds, allreduce_time(plan, 500, without).seconds);
+  plan = {Algorithm::kRing, 2};
+  EXPECT_DOUBLE_EQ(allreduce_time(plan, 500, p).seconds, allreduce_time(plan, 500, without).seconds);
+}
+
 TEST(ParameterServer, HashemiTotals) {
   const Profile p = test_profile(1, 1e-5, 1e9);
   const std::int64_t params = 1000000;
