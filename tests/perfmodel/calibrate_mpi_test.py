@@ -85,9 +85,11 @@ def two_hosts(dtrain, hosts):
         # not far below it (TCP in both directions at once, with each other's ACKs, gets 60-80%).
         assert 0.3 * rate <= net["bandwidth"]["value"] <= 1.1 * rate, net["bandwidth"]
         # MPI_Allreduce timed over the shaped link: two ranks each send at least half the vector
-        # across it, so no point may beat the link's rate.
-        for q in p["mpi_allreduce"]["points"]:
-            assert q["seconds"] >= 0.9 * q["bytes"] / 2 / rate, p["mpi_allreduce"]
+        # across it, so the largest point (past tc tbf's burst allowance, which lets a small
+        # message through faster) cannot beat the link's rate; the ladder reached 0.5 s a call.
+        largest = p["mpi_allreduce"]["points"][-1]
+        assert largest["seconds"] >= 0.9 * largest["bytes"] / 2 / rate, p["mpi_allreduce"]
+        assert largest["seconds"] >= 0.5 or largest["bytes"] == 64 << 20, p["mpi_allreduce"]
 
 
 def main():
