@@ -177,9 +177,9 @@ int run_train(TrainOptions o) {
   auto model = make_model(o.model, input, rng);
   auto optimizer = make_optimizer(o.optimizer, model->parameters());
   const Shape sample{input.channels, input.height, input.width};
-  const auto plan = perf::plan_for_train(o.profile, *model, sample, o.model, group.size, o.batch, dp,
-                                         o.allreduce == "auto", auto_bucket,
-                                         group.active() ? group.comm->options().chunk_bytes : 0);
+  const auto plan =
+      perf::plan_for_train(o.profile, *model, sample, o.model, group.size, o.batch, dp, o.allreduce == "auto",
+                           auto_bucket, group.active() ? group.comm->options().chunk_bytes : 0);
   if (plan && group.active()) {
     o.allreduce = comm::algorithm_name(dp.algorithm);
     o.bucket_mb = static_cast<double>(dp.bucket_bytes) / (1 << 20);
@@ -203,8 +203,9 @@ int run_train(TrainOptions o) {
     fmt::print("dtrain: {} ({} parameters, {:.1f} MFLOP per sample forward) on {}, {} epochs of {} steps, batch {}",
                o.model, model->num_parameters(), cost.forward_flops / 1e6, train.describe(), o.epochs,
                sampler.batches_per_epoch(), o.batch);
-    if (group.active()) fmt::print(" per rank x {} ranks, allreduce {} in {}, {}", group.size, o.allreduce, o.comm_dtype,
-                                     group.describe_chunk());
+    if (group.active())
+      fmt::print(" per rank x {} ranks, allreduce {} in {}, {}", group.size, o.allreduce, o.comm_dtype,
+                 group.describe_chunk());
     fmt::print(", {} thread(s)\n", o.threads);
   }
 

@@ -25,6 +25,8 @@ std::string host_key() {
   return key;
 }
 
+std::string host_name_of(const std::string& key) { return key.substr(0, key.find("/netns:")); }
+
 HostLayout host_layout(Communicator& comm) {
   const int p = comm.size();
   std::string key = host_key();
@@ -40,7 +42,7 @@ HostLayout host_layout(Communicator& comm) {
     auto [it, fresh] = index.emplace(k, static_cast<int>(out.members.size()));
     if (fresh) {
       out.members.emplace_back();
-      plain_names.push_back(k.substr(0, k.find("/netns:")));
+      plain_names.push_back(host_name_of(k));
     }
     out.members[static_cast<std::size_t>(it->second)].push_back(r);
     out.host_of.push_back(it->second);
@@ -51,10 +53,6 @@ HostLayout host_layout(Communicator& comm) {
     out.ranks_per_host = std::max(out.ranks_per_host, static_cast<int>(out.members[h].size()));
   }
   return out;
-}
-
-std::size_t chunk_bytes_for(const HostLayout& layout) {
-  return layout.spans_hosts() ? kNetworkChunkBytes : kDefaultChunkBytes;
 }
 
 }  // namespace dtrain::comm

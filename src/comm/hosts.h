@@ -27,6 +27,8 @@ constexpr std::size_t kNetworkChunkBytes = std::size_t{32} << 10;
 
 // "hostname" or "hostname/netns:4026532281" when not in the initial network namespace.
 std::string host_key();
+// The host name of a host_key(), without its network namespace.
+std::string host_name_of(const std::string& key);
 
 struct HostLayout {
   std::vector<int> host_of;               // rank -> host index (hosts in order of their first rank)
@@ -41,6 +43,9 @@ struct HostLayout {
 HostLayout host_layout(Communicator& comm);
 
 // kDefaultChunkBytes on one host, kNetworkChunkBytes across hosts (see above).
-std::size_t chunk_bytes_for(const HostLayout& layout);
+constexpr std::size_t chunk_bytes_for(bool spans_hosts) {
+  return spans_hosts ? kNetworkChunkBytes : kDefaultChunkBytes;
+}
+inline std::size_t chunk_bytes_for(const HostLayout& layout) { return chunk_bytes_for(layout.spans_hosts()); }
 
 }  // namespace dtrain::comm

@@ -73,7 +73,8 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
   if (p == 1 || count == 0) return {};
   if (plan.algorithm == comm::Algorithm::kMpi && !plan.hierarchical && profile.mpi_allreduce &&
       profile.mpi_allreduce->workers == p) {
-    const double seconds = interpolate_measured(*profile.mpi_allreduce, static_cast<double>(count * dtype_size(plan.dtype)));
+    const double seconds =
+        interpolate_measured(*profile.mpi_allreduce, static_cast<double>(count * dtype_size(plan.dtype)));
     // The latency part: the measured line's intercept at zero bytes.
     return {seconds, std::clamp(interpolate_measured(*profile.mpi_allreduce, 0), 0.0, seconds)};
   }
@@ -98,9 +99,8 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
   }
   const int nodes = (p + k - 1) / k;
   // Within the node: a ring's reduce-scatter then, after the inter-node step, its all-gather.
-  AllreduceTime t =
-      time_on(comm::Algorithm::kRing, k, count, plan.dtype,
-              abg(profile.node.intra_link, dev, 1, comm::Algorithm::kRing), plan.chunk_bytes);
+  AllreduceTime t = time_on(comm::Algorithm::kRing, k, count, plan.dtype,
+                            abg(profile.node.intra_link, dev, 1, comm::Algorithm::kRing), plan.chunk_bytes);
   // Across nodes: each of a node's k ranks allreduces its 1/k share with its peers on the other
   // nodes, the k of them sharing the node's network link.
   const std::size_t share = (count + static_cast<std::size_t>(k) - 1) / static_cast<std::size_t>(k);

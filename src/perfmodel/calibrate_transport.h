@@ -20,9 +20,9 @@
 //   gamma        comm::reduce_sum adding 4 MiB of f32 into 4 MiB (1 / bytes per second);
 //   MPI          the MPI library's own allreduce (dtrain's `mpi`) of f32 over all the ranks, at
 //                64 KiB x 4^k up to the first size one call of which takes 0.5 s (at most
-//                64 MiB): the median of 3 to 20 calls (1 past 0.2 s), each after a barrier. The library picks
-//                its algorithm and protocol by size, so the model interpolates these times rather
-//                than pricing an algorithm it cannot see (allreduce_time.h).
+//                64 MiB): the median of 3 to 20 calls (1 past 0.2 s), each after a barrier. The
+//                library picks its algorithm and protocol by size, so the model interpolates these
+//                times rather than pricing an algorithm it cannot see (allreduce_time.h).
 // Same-host pairs are measured all at once (ranks sharing a host share its cores and memory in a
 // collective too); across hosts one pair measures the link alone (the model divides it among the
 // flows that share it, allreduce_time.h). A host with one rank has no same-host partner: its

@@ -60,7 +60,7 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
     worker->run([&](comm::Communicator& comm) { c.transport = calibrate_transport(comm, o.min_seconds); });
   } else {
     c.transport.host_of = {0};
-    c.transport.host_names = {comm::host_key().substr(0, comm::host_key().find("/netns:"))};
+    c.transport.host_names = {comm::host_name_of(comm::host_key())};
   }
   c.host = c.transport.host_names.at(0);
   const int rank = worker != nullptr ? worker->communicator().rank() : 0;
@@ -171,10 +171,13 @@ Profile calibrated_profile(const Calibration& c) {
   if (!c.transport.mpi_allreduce.empty()) {
     MpiAllreduceProfile m;
     m.workers = c.ranks;
-    for (const auto& [bytes, seconds] : c.transport.mpi_allreduce) m.points.emplace_back(static_cast<double>(bytes), seconds);
-    m.source = origin + fmt::format("; MPI_Allreduce of f32 over the {} rank(s), median of 3 to 20 calls per size (1 past 0.2 s), "
-                                    "each after a barrier; {}",
-                                    c.ranks, layout);
+    for (const auto& [bytes, seconds] : c.transport.mpi_allreduce)
+      m.points.emplace_back(static_cast<double>(bytes), seconds);
+    m.source =
+        origin + fmt::format(
+                     "; MPI_Allreduce of f32 over the {} rank(s), median of 3 to 20 calls per size (1 past 0.2 s), "
+                     "each after a barrier; {}",
+                     c.ranks, layout);
     p.mpi_allreduce = m;
   }
   return p;

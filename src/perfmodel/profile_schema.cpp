@@ -273,8 +273,10 @@ json profile_to_json(const Profile& p) {
   if (p.network) j["network"] = link_json(*p.network);
   if (p.mpi_allreduce) {
     json points = json::array();
-    for (const auto& [bytes, seconds] : p.mpi_allreduce->points) points.push_back({{"bytes", bytes}, {"seconds", seconds}});
-    j["mpi_allreduce"] = {{"workers", p.mpi_allreduce->workers}, {"points", points}, {"source", p.mpi_allreduce->source}};
+    for (const auto& [bytes, seconds] : p.mpi_allreduce->points)
+      points.push_back({{"bytes", bytes}, {"seconds", seconds}});
+    j["mpi_allreduce"] = {
+        {"workers", p.mpi_allreduce->workers}, {"points", points}, {"source", p.mpi_allreduce->source}};
   }
   return j;
 }

@@ -124,7 +124,7 @@ void validate(const RunConfig& c) {
 
 std::size_t chunk_bytes_of(const RunConfig& c, const Profile& p) {
   if (c.chunk_bytes > 0) return c.chunk_bytes;
-  return c.workers > std::max(1, p.node.accelerators) ? comm::kNetworkChunkBytes : comm::kDefaultChunkBytes;
+  return comm::chunk_bytes_for(c.workers > std::max(1, p.node.accelerators));
 }
 
 std::string exchange_label(const RunConfig& c) {

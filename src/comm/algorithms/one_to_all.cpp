@@ -68,7 +68,12 @@ CommCost onetoall_allreduce_cost(int p, int rank, std::size_t count, std::size_t
   // its two directions, (p-1) n at rank 0 and n at a worker, plus the one chunk that fills the
   // pipeline (the whole vector when it is one chunk: then nothing overlaps).
   const std::uint64_t fill = bytes / msgs;
-  return {peers * msgs, peers * bytes, peers * msgs, peers * bytes, rank == 0 ? peers * bytes : 0, 2 * peers,
+  return {peers * msgs,
+          peers * bytes,
+          peers * msgs,
+          peers * bytes,
+          rank == 0 ? peers * bytes : 0,
+          2 * peers,
           peers * bytes + peers * fill};
 }
 
