@@ -16,17 +16,20 @@ import benchlib as bl
 
 
 def dtrain_table(a):
-    """{(algorithm, bytes): busbw} from one `dtrain bench allreduce` run."""
+    """{(algorithm, bytes): busbw} and {bytes: paired best/MPI ratio} from one `dtrain bench allreduce` run."""
     out = bl.run(bl.MPIRUN + ["-np", str(a.np), a.dtrain, "bench", "allreduce", "--dtype", a.dtype, "--repeats",
                               str(a.inner_repeats), "--max-bytes", a.max_bytes, "--chunk-kb", a.chunk_kb])
-    table = {}
+    table, paired = {}, {}
     several = "," in a.chunk_kb
     for line in out.splitlines():
         parts = line.split()  # bytes algorithm chunk_kb time_us algbw busbw iters
         if len(parts) == 7 and parts[0].isdigit():
             name = f"{parts[1]}@{parts[2]}" if several and parts[1] != "mpi" else parts[1]
             table[(name, int(parts[0]))] = float(parts[5])
-    return table
+        if line.startswith("best ") and "ratio=" in line:
+            f = bl.fields(line, "best")
+            paired[int(f["bytes"])] = f["ratio"]
+    return table, paired
 
 
 def gloo_table(a):
@@ -52,7 +55,7 @@ def main():
     ap.add_argument("--np", type=int, default=2)
     ap.add_argument("--dtype", default="f32", help="dtrain's wire type (Gloo always runs f32)")
     ap.add_argument("--max-bytes", default="64M")
-    ap.add_argument("--inner-repeats", type=int, default=3, help="--repeats of each dtrain bench run")
+    ap.add_argument("--inner-repeats", type=int, default=5, help="--repeats of each dtrain bench run")
     ap.add_argument("--chunk-kb", default="256", help="dtrain's pipeline chunk(s), KiB (a list: each is a column)")
     ap.add_argument("--no-gloo", action="store_true")
     a = ap.parse_args()
@@ -60,10 +63,14 @@ def main():
     bl.header(f"allreduce busbw (GB/s), np={a.np}, dtype={a.dtype}, medians of {a.reps} interleaved runs "
               f"(each dtrain run itself the median of {a.inner_repeats} interleaved rounds)")
     runs, gloo = collections.defaultdict(list), collections.defaultdict(list)
+    ratios = collections.defaultdict(list)
     for _ in range(a.reps):
         waited += bl.wait_quiet(a.quiet, a.quiet_max)
-        for key, v in dtrain_table(a).items():
+        table, paired = dtrain_table(a)
+        for key, v in table.items():
             runs[key].append(v)
+        for b, r in paired.items():
+            ratios[b].append(r)
         if not a.no_gloo:
             for key, v in gloo_table(a).items():
                 gloo[key].append(v)
@@ -80,7 +87,7 @@ def main():
         best = max(own, key=own.get)
         mpi = busbw.get(("mpi", b))
         g = bl.median(gloo[b]) if gloo.get(b) else None
-        r_mpi = own[best] / mpi if mpi else float("nan")
+        r_mpi = bl.median(ratios[b]) if ratios.get(b) else float("nan")
         r_gloo = own[best] / g if g else float("nan")
         if b >= 64 << 10 and mpi and r_mpi < 1.0:
             misses.append(bl.size_label(b))

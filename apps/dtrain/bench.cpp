@@ -76,13 +76,14 @@ int bench_train(const BenchTrainOptions& o) {
   std::int64_t iteration = 0;
   PhaseTimes phases;
   for (int i = 0; i < o.warmup; ++i) updater->update(batch, iteration++);
-  if (group.active()) group.worker->run([](comm::Communicator& c) { c.barrier(); });
+  const std::optional<double> core_rt_start = group.core_round_trip();
   const ProcessStats before = process_stats();
   Stopwatch sw;
   for (int i = 0; i < o.steps; ++i) phases += updater->update(batch, iteration++).times;
   updater->flush();
   if (group.active()) group.worker->run([](comm::Communicator& c) { c.barrier(); });
   const double seconds = sw.seconds();
+  const std::optional<double> core_rt_end = group.core_round_trip();
   const ProcessStats after = process_stats();
   const AllocatorStats memory = cpu_allocator_stats();  // tensors: peak in use, and freed blocks kept for reuse
   if (group.rank != 0) return 0;
@@ -94,14 +95,15 @@ int bench_train(const BenchTrainOptions& o) {
       "dtrain model={} batch={} threads={} steps={} samples_per_s={:.1f} step_ms={:.3f} gflops={:.1f} "
       "peak_fraction={:.3f} train_mflop_per_sample={:.1f} peak_rss_mb={:.1f} minor_faults_per_step={:.1f} "
       "blas={} gemm={} ranks={} forward_ms={:.3f} backward_ms={:.3f} comm_ms={:.3f} update_ms={:.3f} "
-      "tensor_peak_mb={:.1f} tensor_cached_mb={:.1f} chunk_kb={}\n",
+      "tensor_peak_mb={:.1f} tensor_cached_mb={:.1f} chunk_kb={} core_rt_ns={:.0f},{:.0f}\n",
       o.model, o.batch, o.threads, o.steps, samples_per_s, 1e3 * seconds / o.steps, gflops / group.size,
       gflops / group.size / peak, (cost.forward_flops + cost.backward_flops) / 1e6, after.peak_rss_mb,
       static_cast<double>(after.minor_faults - before.minor_faults) / o.steps, openblas_build(), o.gemm, group.size,
       1e3 * phases.forward / o.steps, 1e3 * phases.backward / o.steps, 1e3 * phases.comm / o.steps,
       1e3 * phases.update / o.steps, static_cast<double>(memory.peak_bytes_in_use) / (1 << 20),
       static_cast<double>(memory.bytes_cached) / (1 << 20),
-      group.active() ? group.comm->options().chunk_bytes >> 10 : 0);
+      group.active() ? group.comm->options().chunk_bytes >> 10 : 0, core_rt_start.value_or(0) * 1e9,
+      core_rt_end.value_or(0) * 1e9);
   return 0;
 }
 
@@ -112,7 +114,8 @@ Action register_bench(CLI::App& app) {
   bench->require_subcommand(1);
   auto o = std::make_shared<BenchTrainOptions>();
   CLI::App* train = bench->add_subcommand(
-      "train", "Training steps per second of one model on synthetic data (under mpirun: data-parallel, per-rank batch)");
+      "train",
+      "Training steps per second of one model on synthetic data (under mpirun: data-parallel, per-rank batch)");
   train->add_option("--model", o->model, "Model: " + fmt::format("{}", fmt::join(model_names(), ", ")))
       ->capture_default_str();
   train->add_option("--batch", o->batch, "Samples per step")->capture_default_str()->check(CLI::PositiveNumber);
@@ -122,19 +125,27 @@ Action register_bench(CLI::App& app) {
   train->add_option("--steps", o->steps, "Timed steps")->capture_default_str()->check(CLI::PositiveNumber);
   train->add_option("--warmup", o->warmup, "Untimed steps first")->capture_default_str()->check(CLI::NonNegativeNumber);
   train->add_option("--seed", o->seed, "Seed of parameters and data")->capture_default_str();
-  train->add_option("--allreduce", o->allreduce, "Under mpirun: allreduce algorithm (ring, tree, butterfly, onetoall, mpi, auto)")
+  train
+      ->add_option("--allreduce", o->allreduce,
+                   "Under mpirun: allreduce algorithm (ring, tree, butterfly, onetoall, mpi, auto)")
       ->capture_default_str();
   train->add_option("--comm-dtype", o->comm_dtype, "Under mpirun: f32, f16 or bf16 gradients on the wire")
       ->capture_default_str();
   train->add_option("--bucket-mb", o->bucket_mb, "Under mpirun: gradient bucket size in MiB")->capture_default_str();
   train->add_flag("--double-buffering", o->double_buffering, "Under mpirun: one-step-stale gradients");
   add_chunk_flag(*train, o->chunk_kb);
-  train->add_option("--gemm", o->gemm,
-                    "Library of the linear layers' sgemm: onednn (AVX-512 here) or openblas (follows "
-                    "OPENBLAS_CORETYPE, which this environment sets to Haswell: AVX2)")
+  train
+      ->add_option("--gemm", o->gemm,
+                   "Library of the linear layers' sgemm: onednn (AVX-512 here) or openblas (follows "
+                   "OPENBLAS_CORETYPE, which this environment sets to Haswell: AVX2)")
       ->capture_default_str();
   Action allreduce = register_bench_allreduce(*bench);
-  return [train, o, allreduce]() { return train->parsed() ? bench_train(*o) : allreduce(); };
+  Action cores = register_bench_cores(*bench);
+  return [train, o, allreduce, cores]() {
+    if (train->parsed()) return bench_train(*o);
+    const int rc = allreduce();
+    return rc != -1 ? rc : cores();
+  };
 }
 
 }  // namespace dtrain::cli

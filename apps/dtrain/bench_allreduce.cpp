@@ -17,8 +17,8 @@
 
 #include "apps/dtrain/commands.h"
 #include "apps/dtrain/distributed.h"
-#include "comm/hosts.h"
 #include "comm/benchmark.h"
+#include "comm/hosts.h"
 #include "comm/local_transport.h"
 #include "core/error.h"
 
@@ -55,7 +55,7 @@ std::size_t parse_size(const std::string& text) {
   std::string unit;
   for (std::size_t i = pos; i < text.size(); ++i) unit += static_cast<char>(std::toupper(text[i]));
   if (unit == "B" || unit.empty()) unit = "";
-  static const std::map<std::string, int> shifts{{"", 0},   {"K", 10},   {"KB", 10}, {"KIB", 10}, {"M", 20},
+  static const std::map<std::string, int> shifts{{"", 0},    {"K", 10},   {"KB", 10}, {"KIB", 10}, {"M", 20},
                                                  {"MB", 20}, {"MIB", 20}, {"G", 30},  {"GB", 30},  {"GIB", 30}};
   const auto it = shifts.find(unit);
   if (pos == 0 || it == shifts.end()) {
@@ -82,8 +82,21 @@ struct Measured {
   std::size_t chunk_bytes;  // 0 for MPI_Allreduce (not chunked by dtrain)
   std::size_t bytes;
   int iterations;
-  double seconds;  // median over rounds
+  double seconds;              // median over rounds
+  std::vector<double> rounds;  // seconds per round, in round order (rounds interleave the algorithms)
 };
+
+// The median over rounds of MPI_Allreduce's time over the algorithm's in the same round: the
+// two ran seconds apart, so a change of the machine's state between rounds (a busy neighbour, a
+// VM's CPUs moved to other cores: core/core_round_trip.h) cancels out of each round's ratio.
+double paired_ratio(const Measured& mpi, const Measured& algorithm) {
+  std::vector<double> ratios;
+  for (std::size_t r = 0; r < std::min(mpi.rounds.size(), algorithm.rounds.size()); ++r) {
+    ratios.push_back(mpi.rounds[r] / algorithm.rounds[r]);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  return ratios.empty() ? 0.0 : ratios[ratios.size() / 2];
+}
 
 // Runs on every rank with one communicator per chunk size (all over the same transport). For
 // each size, round after round: every algorithm at every chunk size, MPI_Allreduce once (it
@@ -116,8 +129,9 @@ std::vector<Measured> measure(std::vector<std::unique_ptr<comm::Communicator>>& 
       }
     }
     for (auto& [key, t] : times) {
-      std::sort(t.begin(), t.end());
-      out.push_back({key.first, key.second, bytes, iterations, t[t.size() / 2]});
+      std::vector<double> sorted = t;
+      std::sort(sorted.begin(), sorted.end());
+      out.push_back({key.first, key.second, bytes, iterations, sorted[sorted.size() / 2], t});
     }
   }
   return out;
@@ -144,7 +158,9 @@ void print_table(const std::vector<Measured>& rows, int p, const std::string& tr
       best[r.bytes] = &r;
     }
   }
-  fmt::print("# dtrain's best algorithm per size (ratio = best busbw / MPI_Allreduce busbw)\n");
+  fmt::print(
+      "# dtrain's best algorithm per size (ratio = MPI_Allreduce's time / the best's, median over rounds of the "
+      "ratio within a round)\n");
   for (const auto& [bytes, b] : best) {
     fmt::print("best bytes={} algorithm={} chunk_kb={} time_us={:.1f} busbw={:.3f}", bytes,
                comm::algorithm_name(b->algorithm), b->chunk_bytes >> 10, b->seconds * 1e6,
@@ -152,7 +168,7 @@ void print_table(const std::vector<Measured>& rows, int p, const std::string& tr
     if (mpi.contains(bytes)) {
       const Measured& m = *mpi[bytes];
       fmt::print(" mpi_time_us={:.1f} mpi_busbw={:.3f} ratio={:.3f}", m.seconds * 1e6,
-                 static_cast<double>(bytes) / m.seconds / 1e9 * bus, m.seconds / b->seconds);
+                 static_cast<double>(bytes) / m.seconds / 1e9 * bus, paired_ratio(m, *b));
     }
     fmt::print("\n");
   }
@@ -241,7 +257,8 @@ Action register_bench_allreduce(CLI::App& bench) {
                 "Largest point-to-point message of the pipelined algorithms, KiB, or auto (by host layout, as "
                 "training chooses it); a comma-separated list measures each (interleaved)")
       ->capture_default_str();
-  a->add_option("--timeout", o->timeout, "Seconds a collective may wait for a peer (0: forever)")->capture_default_str();
+  a->add_option("--timeout", o->timeout, "Seconds a collective may wait for a peer (0: forever)")
+      ->capture_default_str();
   a->add_option("--ranks", o->ranks, "Without mpirun: ranks as threads of this process")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));

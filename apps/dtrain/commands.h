@@ -17,5 +17,7 @@ Action register_calibrate(CLI::App& app);
 Action register_explain(CLI::App& app);
 // `bench allreduce`, a subcommand of `bench` (apps/dtrain/bench_allreduce.cpp).
 Action register_bench_allreduce(CLI::App& bench);
+// `bench cores` (apps/dtrain/bench_cores.cpp).
+Action register_bench_cores(CLI::App& bench);
 
 }  // namespace dtrain::cli

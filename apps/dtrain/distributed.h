@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ struct ProcessGroup {
   // Sums a few values over all ranks (in f64 via two f32 halves would lose nothing for counts up
   // to 2^24; the values summed here are sample counts and loss sums).
   SumAcrossRanks summer();
+  // Rank 0's cache-line round trip between two cores (core/core_round_trip.h), measured while
+  // the other ranks wait in a barrier (which every rank enters), so the probe finds the cores
+  // free; nullopt on the other ranks and on one CPU.
+  std::optional<double> core_round_trip();
 };
 
 // Joins the MPI job when the process was started by mpirun (collective timeout in seconds, 0:

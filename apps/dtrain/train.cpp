@@ -211,6 +211,9 @@ int run_train(TrainOptions o) {
 
   nlohmann::json config = config_record(o, train, model->num_parameters());
   config["world_size"] = group.size;
+  // The machine state same-host communication runs in (core/core_round_trip.h); explain compares
+  // it with the profile's.
+  if (const std::optional<double> rt = group.core_round_trip()) config["core_round_trip_ns"] = *rt * 1e9;
   if (group.active()) config["chunk_kb"] = static_cast<double>(group.comm->options().chunk_bytes) / 1024;
   auto checkpointer = make_checkpointer(o.checkpoint, *model, *optimizer, group, config, sampler.batches_per_epoch(),
                                         o.double_buffering);

@@ -9,15 +9,12 @@
 namespace dtrain::perf {
 namespace {
 
-// Ring and butterfly steps send and receive at once, and one-to-all's pipeline receives chunk k+1
-// while it sends chunk k (comm/algorithms/one_to_all.h): both directions of a link busy. The
-// tree's reduce and broadcast phases move data one way at a time over each edge
-// (comm/algorithms/tree.h), so it gets the link's one-way rate.
-bool one_way(comm::Algorithm a) { return a == comm::Algorithm::kTree; }
-
-comm::AlphaBetaGamma abg(const LinkProfile& link, const DeviceProfile& device, int flows, comm::Algorithm a) {
-  const double rate = one_way(a) ? link.one_way() : link.bandwidth.value;
-  return {link.latency.value, static_cast<double>(flows) / rate, 1.0 / device.reduce.value};
+// Every allreduce keeps both directions of a link busy: ring and butterfly steps send and
+// receive at once, one-to-all's and the tree's pipelines send chunk k while chunks before it come
+// back (comm/algorithms/one_to_all.h, tree.h). So each is priced at the exchange rate; the
+// one-way rate is for a broadcast.
+comm::AlphaBetaGamma abg(const LinkProfile& link, const DeviceProfile& device, int flows) {
+  return {link.latency.value, static_cast<double>(flows) / link.bandwidth.value, 1.0 / device.reduce.value};
 }
 
 AllreduceTime time_on(comm::Algorithm a, int p, std::size_t count, DType dtype, comm::AlphaBetaGamma m,
@@ -81,8 +78,7 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
   const int k = std::max(1, profile.node.accelerators);
   const DeviceProfile& dev = profile.device;
   if (p <= k)
-    return time_on(plan.algorithm, p, count, plan.dtype, abg(profile.node.intra_link, dev, 1, plan.algorithm),
-                   plan.chunk_bytes);
+    return time_on(plan.algorithm, p, count, plan.dtype, abg(profile.node.intra_link, dev, 1), plan.chunk_bytes);
   if (!profile.network) {
     throw InputError(
         fmt::format("{} workers need {} nodes of {} accelerator(s), but the profile '{}' has no network; "
@@ -93,19 +89,18 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
   if (!plan.hierarchical) {
     comm::Algorithm a = plan.algorithm;
     if (a == comm::Algorithm::kAuto) a = comm::choose_algorithm(p, count * dtype_size(plan.dtype));
-    comm::AlphaBetaGamma m = abg(net, dev, nic_flows(a, k), a);
+    comm::AlphaBetaGamma m = abg(net, dev, nic_flows(a, k));
     m.alpha = std::max(m.alpha, profile.node.intra_link.latency.value);
     return time_on(plan.algorithm, p, count, plan.dtype, m, plan.chunk_bytes);
   }
   const int nodes = (p + k - 1) / k;
   // Within the node: a ring's reduce-scatter then, after the inter-node step, its all-gather.
-  AllreduceTime t = time_on(comm::Algorithm::kRing, k, count, plan.dtype,
-                            abg(profile.node.intra_link, dev, 1, comm::Algorithm::kRing), plan.chunk_bytes);
+  AllreduceTime t =
+      time_on(comm::Algorithm::kRing, k, count, plan.dtype, abg(profile.node.intra_link, dev, 1), plan.chunk_bytes);
   // Across nodes: each of a node's k ranks allreduces its 1/k share with its peers on the other
   // nodes, the k of them sharing the node's network link.
   const std::size_t share = (count + static_cast<std::size_t>(k) - 1) / static_cast<std::size_t>(k);
-  const AllreduceTime across =
-      time_on(plan.algorithm, nodes, share, plan.dtype, abg(net, dev, k, plan.algorithm), plan.chunk_bytes);
+  const AllreduceTime across = time_on(plan.algorithm, nodes, share, plan.dtype, abg(net, dev, k), plan.chunk_bytes);
   t.seconds += across.seconds;
   t.latency += across.latency;
   return t;

@@ -9,7 +9,9 @@
 #include <fstream>
 
 #include "comm/hosts.h"
+#include "core/core_round_trip.h"
 #include "core/timer.h"
+#include "parallel/core_probe.h"
 #include "perfmodel/calibrate_overlap.h"
 #include "perfmodel/report.h"
 #include "perfmodel/timing_stats.h"
@@ -45,6 +47,10 @@ std::vector<double> sum_over_ranks(CommWorker* w, std::vector<double> v) {
   return {f.begin(), f.end()};
 }
 
+void sample_core_round_trip(CommWorker* w, std::vector<double>& out) {
+  if (const std::optional<double> rt = core_round_trip_on_rank0(w)) out.push_back(*rt);
+}
+
 std::string gbps(double bytes_per_s) { return fmt::format("{:.2f} GB/s", bytes_per_s / 1e9); }
 
 }  // namespace
@@ -55,6 +61,7 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   c.date = utc_now();
   c.threads = o.threads;
   c.ranks = worker != nullptr ? worker->communicator().size() : 1;
+  sample_core_round_trip(worker, c.core_round_trips);
   if (worker != nullptr) {
     o.device.barrier = [worker] { worker->run([](comm::Communicator& comm) { comm.barrier(); }); };
     worker->run([&](comm::Communicator& comm) { c.transport = calibrate_transport(comm, o.min_seconds); });
@@ -64,6 +71,7 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   }
   c.host = c.transport.host_names.at(0);
   const int rank = worker != nullptr ? worker->communicator().rank() : 0;
+  sample_core_round_trip(worker, c.core_round_trips);
 
   LayerBench bench(o.device);
   DeviceCalibration mine = calibrate_device(bench, o.device);
@@ -95,6 +103,7 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   const double within = sum[at + 2] / p;
   // The schema takes a fraction below 1; a spread that large means the machine was swamped.
   c.device.step_variation = mean_median > 0 ? std::min(0.99, std::sqrt(within + between) / mean_median) : 0.0;
+  sample_core_round_trip(worker, c.core_round_trips);
   c.options = o;
   c.options.device.barrier = nullptr;
   c.seconds = sw.seconds();
@@ -152,6 +161,14 @@ Profile calibrated_profile(const Calibration& c) {
     const double copy = 1 / (1 / c.device.memory_read + 1 / c.device.memory_write);
     n.intra_link = {"none (one process)", q(0, "one process: no messages between ranks"),
                     q(copy, "one process: no messages between ranks; a memory copy's rate stands in"), std::nullopt};
+  }
+  if (!c.core_round_trips.empty()) {
+    const auto [lo, hi] = std::minmax_element(c.core_round_trips.begin(), c.core_round_trips.end());
+    n.core_round_trip = q(median(c.core_round_trips),
+                          fmt::format("median of {} samples (min {:.0f} ns, max {:.0f} ns) at the start, middle and "
+                                      "end of the calibration, each the fastest of 64-round-trip batches over 5 ms "
+                                      "between the first two CPUs of rank 0's host",
+                                      c.core_round_trips.size(), *lo * 1e9, *hi * 1e9));
   }
   if (c.overlap.measured) {
     n.overlap = OverlapProfile{q(c.overlap.compute_share, c.overlap.how + "; compute rate kept"),
@@ -216,6 +233,19 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
       s += fmt::format(" {} KiB {}", bytes >> 10, format_seconds(seconds));
     }
     s += "\n";
+  }
+  if (!c.core_round_trips.empty()) {
+    const auto [lo, hi] = std::minmax_element(c.core_round_trips.begin(), c.core_round_trips.end());
+    s +=
+        fmt::format("  core round trip {:.0f} ns (cache line between two cores; {:.0f} to {:.0f} ns over {} samples)\n",
+                    median(c.core_round_trips) * 1e9, *lo * 1e9, *hi * 1e9, c.core_round_trips.size());
+    if (different_core_state(*lo, *hi)) {
+      s += fmt::format(
+          "  warning: the core round trip changed {:.1f}x during the calibration: the hypervisor moved this VM's "
+          "CPUs between cores that share a cache and cores that do not, and same-host communication speed moves "
+          "with it (up to 5x); the profile mixes both states. `dtrain bench cores` watches it over time.\n",
+          *hi / *lo);
+    }
   }
   if (per_shape) {
     s += "  per shape (rank 0, forward + backward, median):\n";

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "parallel/comm_worker.h"
 #include "perfmodel/calibrate_compute.h"
@@ -40,6 +41,9 @@ struct Calibration {
   std::string host;    // rank 0's host name
   std::string date;    // UTC, ISO 8601 to the minute
   double seconds = 0;  // the calibration's own run time
+  // Cache-line round trips between two cores of rank 0's host (core/core_round_trip.h), seconds,
+  // sampled at the start, middle and end; empty on one CPU.
+  std::vector<double> core_round_trips;
   CalibrationOptions options;
 };
 

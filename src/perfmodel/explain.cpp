@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/core_round_trip.h"
 #include "core/error.h"
 #include "perfmodel/auto_choice.h"
 #include "perfmodel/report.h"
@@ -118,6 +119,7 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec)
   e.measured_step = seconds / n;
   e.measured = {total.data / n, total.forward / n, total.backward / n, total.comm / n, total.update / n};
   e.measured_other = std::max(0.0, e.measured_step - e.measured.total());
+  e.run_core_round_trip = cfg.value("core_round_trip_ns", 0.0) * 1e-9;
 
   // The model: a profile given now, else the one the run was trained with (if still readable),
   // else the prediction the log holds.
@@ -139,6 +141,7 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec)
     e.one_worker_step = predict_step(w, profile, one).step;
     e.has_model = true;
     e.profile = profile.name;
+    if (profile.node.core_round_trip) e.profile_core_round_trip = profile.node.core_round_trip->value;
   } else if (cfg.contains("predicted")) {
     p = prediction_from_json(cfg["predicted"]);
     e.has_model = true;
@@ -192,6 +195,18 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec)
       s += fmt::format("straggler wait (model): {} per step waiting for the slowest of the {} workers\n",
                        ms(e.straggler), c.workers);
     }
+  }
+
+  if (c.workers > 1 && e.run_core_round_trip > 0 && e.profile_core_round_trip > 0) {
+    const bool changed = different_core_state(e.run_core_round_trip, e.profile_core_round_trip);
+    s += fmt::format(
+        "machine state: a cache line between two cores takes {:.0f} ns there and back in this run, {:.0f} ns when the "
+        "profile was calibrated{}\n",
+        e.run_core_round_trip * 1e9, e.profile_core_round_trip * 1e9,
+        changed ? ": a different state (a VM's CPUs moved between cores that share a cache and cores that do not), "
+                  "so same-host communication ran at another speed than the profile's; compare runs made in one "
+                  "state (dtrain bench cores watches it)"
+                : ": the same state");
   }
 
   // Scaling against one worker with the same per-worker batch.

@@ -45,6 +45,9 @@ struct Explanation {
   double comm_busy = 0, comm_latency = 0, comm_allreduce = 0;
   double straggler = 0;  // of predicted.comm: the wait for the slowest worker
   int buckets = 0;
+  // Cache-line round trips between two cores (core/core_round_trip.h), seconds, 0 when not
+  // recorded: at the run's start (the log) and when the profile was calibrated.
+  double run_core_round_trip = 0, profile_core_round_trip = 0;
   std::string limit;  // what limits scaling
   std::string text;   // the report
 };

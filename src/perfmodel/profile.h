@@ -78,6 +78,10 @@ struct NodeProfile {
   LinkProfile intra_link;
   Quantity disk_read;                     // bytes/s for the whole node
   std::optional<OverlapProfile> overlap;  // optional in the schema
+  // Seconds a cache line takes between two cores and back (core/core_round_trip.h) when the
+  // profile was calibrated: the machine state its same-host link was measured in. Optional,
+  // informational: the model does not use it; runs compare their own against it.
+  std::optional<Quantity> core_round_trip;
 };
 
 // The MPI library's own allreduce (dtrain's `mpi` algorithm) timed by dtrain calibrate at a

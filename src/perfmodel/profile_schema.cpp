@@ -123,7 +123,7 @@ class Reader {
   }
 
   NodeProfile node(const json& j) const {
-    fields(j, "node", {"accelerators", "intra_link", "disk_read"}, {"overlap"});
+    fields(j, "node", {"accelerators", "intra_link", "disk_read"}, {"overlap", "core_round_trip"});
     NodeProfile n;
     const json& a = j["accelerators"];
     if (!a.is_number_integer() || a.get<std::int64_t>() < 1 || a.get<std::int64_t>() > 1 << 20) {
@@ -141,6 +141,10 @@ class Reader {
         if (q->value > 1) fail(fmt::format("'node.overlap.{}' is {}; it must be in (0, 1]", where, q->value));
       }
       n.overlap = o;
+    }
+    if (j.contains("core_round_trip")) {
+      n.core_round_trip = quantity(j["core_round_trip"], "node.core_round_trip", false,
+                                   "seconds for a cache line to go to another core and back");
     }
     return n;
   }
@@ -268,6 +272,7 @@ json profile_to_json(const Profile& p) {
     node["overlap"] = {{"compute", quantity_json(p.node.overlap->compute)},
                        {"comm", quantity_json(p.node.overlap->comm)}};
   }
+  if (p.node.core_round_trip) node["core_round_trip"] = quantity_json(*p.node.core_round_trip);
   json j = {{"dtrain_profile", kProfileSchemaVersion}, {"name", p.name}, {"device", device}, {"node", node}};
   if (!p.description.empty()) j["description"] = p.description;
   if (p.network) j["network"] = link_json(*p.network);

@@ -20,7 +20,9 @@ CommandResult run(const std::string& args) {
   return dtrain::test_support::run_command(std::string(DTRAIN_BINARY) + " " + args);
 }
 
-bool has_fashion_mnist() { return std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz"); }
+bool has_fashion_mnist() {
+  return std::filesystem::exists("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz");
+}
 
 TEST(Cli, HelpExplainsEveryFlag) {
   const CommandResult r = run("train --help");
@@ -38,6 +40,22 @@ TEST(Cli, UnknownModelListsValidOnes) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("unknown model 'vgg'; valid: mlp, lenet, resnet20, resnet32, resnet56"), std::string::npos)
       << r.output;
+}
+
+TEST(Cli, BenchCoresSamplesTheRoundTripAndChecksItsCpus) {
+  const CommandResult bad = run("bench cores --cpus 0,0");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("--cpus needs two different CPUs"), std::string::npos) << bad.output;
+  const CommandResult outside = run("bench cores --cpus 0,100000");
+  EXPECT_EQ(outside.status, 2);
+  EXPECT_NE(outside.output.find("CPU 100000 is not one this process may run on; allowed: "), std::string::npos)
+      << outside.output;
+  const CommandResult r = run("bench cores --seconds 0.2 --interval 0.1");
+  if (r.output.find("no pair of cores") != std::string::npos) GTEST_SKIP() << "one CPU";
+  EXPECT_EQ(r.status, 0) << r.output;
+  // A summary line the scripts read, with at least one sample unless both CPUs stayed busy.
+  EXPECT_NE(r.output.find("cores cpu_a="), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" samples="), std::string::npos) << r.output;
 }
 
 TEST(Cli, UnknownFlagIsNamed) {
@@ -97,9 +115,12 @@ TEST(Cli, ShortRunWritesTheMetricsLog) {
 
 TEST(Cli, SameSeedSameRun) {
   if (!has_fashion_mnist()) GTEST_SKIP() << "needs Debian's dataset-fashion-mnist package";
-  const std::string a = ::testing::TempDir() + "/dtrain-seed-a.jsonl", b = ::testing::TempDir() + "/dtrain-seed-b.jsonl";
-  ASSERT_EQ(run("train --model lenet --limit 512 --epochs 1 --threads 1 --augment flip,translate:2 --log " + a).status, 0);
-  ASSERT_EQ(run("train --model lenet --limit 512 --epochs 1 --threads 1 --augment flip,translate:2 --log " + b).status, 0);
+  const std::string a = ::testing::TempDir() + "/dtrain-seed-a.jsonl",
+                    b = ::testing::TempDir() + "/dtrain-seed-b.jsonl";
+  ASSERT_EQ(run("train --model lenet --limit 512 --epochs 1 --threads 1 --augment flip,translate:2 --log " + a).status,
+            0);
+  ASSERT_EQ(run("train --model lenet --limit 512 --epochs 1 --threads 1 --augment flip,translate:2 --log " + b).status,
+            0);
   auto last = [](const std::string& path) {
     std::ifstream in(path);
     std::string line, prev;

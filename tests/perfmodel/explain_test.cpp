@@ -2,6 +2,7 @@
 // scaling; clear errors for files that are not metrics logs.
 #include "perfmodel/explain.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -78,6 +79,29 @@ TEST(Explain, WithAProfileNamesLatencyOrBandwidthAndTheScalingLoss) {
   EXPECT_NE(e.text.find("--comm-dtype f16 halves the bytes"), std::string::npos) << e.text;
   EXPECT_NE(e.text.find("efficiency"), std::string::npos) << e.text;
   std::filesystem::remove(log);
+  std::filesystem::remove(profile_path);
+}
+
+TEST(Explain, ComparesTheRunsMachineStateWithTheProfiles) {
+  const auto profile_path = std::filesystem::temp_directory_path() / "dtrain_explain_state.json";
+  Profile profile = testing::test_profile(2, 1e-6, 1e9, 1e10, 1e10);
+  profile.node.core_round_trip = testing::q(60e-9);
+  {
+    std::ofstream f(profile_path);
+    f << profile_to_json(profile).dump();
+  }
+  for (const auto& [run_ns, expected] : {std::pair{340.0, "a different state"}, std::pair{70.0, "the same state"}}) {
+    nlohmann::json c = config(2);
+    c["core_round_trip_ns"] = run_ns;
+    const std::string log = write_log("dtrain_explain_state.jsonl", {c, epoch(1, 50, {0, 10, 20, 5, 1}, 0)});
+    const Explanation e = explain_run(read_metrics_log(log), profile_path.string());
+    EXPECT_DOUBLE_EQ(e.run_core_round_trip, run_ns * 1e-9);
+    EXPECT_DOUBLE_EQ(e.profile_core_round_trip, 60e-9);
+    EXPECT_NE(e.text.find(fmt::format("takes {:.0f} ns there and back in this run, 60 ns", run_ns)), std::string::npos)
+        << e.text;
+    EXPECT_NE(e.text.find(expected), std::string::npos) << e.text;
+    std::filesystem::remove(log);
+  }
   std::filesystem::remove(profile_path);
 }
 

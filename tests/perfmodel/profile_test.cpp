@@ -197,6 +197,24 @@ TEST(Profile, StepVariationIsOptionalAndAFraction) {
   expect_contains(error_of(j), "'device.step_variation' is missing source");
 }
 
+TEST(Profile, CoreRoundTripIsOptionalPositiveAndRoundTrips) {
+  json j = valid_device_file();
+  EXPECT_FALSE(parse_profile_fragment(j, "test.json").node->core_round_trip.has_value());
+  j["node"]["core_round_trip"] = {{"value", 6e-8}, {"source", "measured"}};
+  const ProfileFragment with = parse_profile_fragment(j, "test.json");
+  ASSERT_TRUE(with.node->core_round_trip.has_value());
+  EXPECT_DOUBLE_EQ(with.node->core_round_trip->value, 6e-8);
+  Profile p;
+  p.device = *with.device;
+  p.node = *with.node;
+  const ProfileFragment back = parse_profile_fragment(profile_to_json(p), "round trip");
+  EXPECT_DOUBLE_EQ(back.node->core_round_trip->value, 6e-8);
+  j["node"]["core_round_trip"]["value"] = 0;
+  expect_contains(error_of(j), "'node.core_round_trip.value' is 0; it must be > 0");
+  j["node"]["core_round_trip"] = {{"value", 6e-8}};
+  expect_contains(error_of(j), "'node.core_round_trip' is missing source");
+}
+
 TEST(Profile, MpiAllreduceTimesAreOptionalAscendingAndPositive) {
   json j = valid_device_file();
   j["mpi_allreduce"] = {{"workers", 2},

@@ -1,7 +1,9 @@
 #include "comm/algorithms/tree.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
+#include <span>
 
 namespace dtrain::comm::detail {
 namespace {
@@ -21,17 +23,75 @@ void tree_allreduce(Collective& c, void* data, std::size_t count, DType dtype) {
   const int p = c.size(), r = c.rank();
   if (p == 1 || count == 0) return;
   const std::size_t elem = dtype_size(dtype);
-  // Reduce: receive from children in increasing distance (their subtrees finish first), then
-  // hand the partial sum to the parent.
+  auto* d = static_cast<std::byte*>(data);
+  const std::size_t step = c.chunk_elems(elem);
+  const std::size_t chunks = (count + step - 1) / step;
+  auto chunk_at = [&](std::size_t k) { return d + k * step * elem; };
+  auto chunk_len = [&](std::size_t k) { return std::min(step, count - k * step); };
+
+  // Children in increasing distance (their subtrees finish first): a fixed order of additions,
+  // so every run rounds the same way. Each child's chunks land in its own receive window.
   const int top = subtree_bit(r, p);
+  std::array<int, 32> kid_ranks{};  // at most log2(p) < 32 children
+  std::size_t n_kids = 0;
   for (int m = 1; m < top; m <<= 1) {
-    if (r + m < p) c.exchange_reduce(nullptr, 0, 0, data, count, r + m, dtype);
+    if (r + m < p) kid_ranks[n_kids++] = r + m;
+  }
+  const std::span<const int> kids(kid_ranks.data(), n_kids);
+  const std::size_t slot = c.slot_bytes(count, elem);
+  std::byte* slots = c.scratch.get(std::max<std::size_t>(1, kids.size()) * kRecvSlots * slot);
+  auto window = [&](std::size_t i, std::size_t k) { return slots + (i * kRecvSlots + k % kRecvSlots) * slot; };
+  auto& up = c.list(0);         // chunk k of the partial sum to the parent, or to nobody at the root
+  auto& down = c.list(1);       // the sum of chunk k from the parent
+  auto& forward = c.list(2);    // sums sent to the children
+  auto& from_kids = c.list(3);  // chunk k of child i at k * kids + i
+  auto post_kid_chunk = [&](std::size_t k) {
+    if (k >= chunks) return;
+    for (std::size_t i = 0; i < kids.size(); ++i) {
+      from_kids.push_back(c.transport.irecv(window(i, k), chunk_len(k) * elem, kids[i], c.tag));
+    }
+  };
+  auto send_down = [&](std::size_t k) {  // largest subtree first: it has the longest way to go
+    for (std::size_t i = kids.size(); i-- > 0;) {
+      forward.push_back(c.transport.isend(chunk_at(k), chunk_len(k) * elem, kids[i], c.tag));
+    }
+  };
+  // A sum is awaited `lag` chunks after its partial went up: the time a chunk takes up to the
+  // root and back down, 2 L hops, so a rank keeps sending while the sums are on their way.
+  const std::size_t lag = 2 * static_cast<std::size_t>(std::bit_width(static_cast<unsigned>(p - 1)));
+  auto finish_sum = [&](std::size_t k) {
+    c.wait(down[k]);
+    send_down(k);
+  };
+  for (std::size_t k = 0; k < kRecvSlots; ++k) post_kid_chunk(k);
+  for (std::size_t k = 0; k < chunks; ++k) {
+    for (std::size_t i = 0; i < kids.size(); ++i) {
+      c.wait(from_kids[k * kids.size() + i]);
+      c.reduce(chunk_at(k), window(i, k), chunk_len(k), dtype);
+    }
+    post_kid_chunk(k + kRecvSlots);
+    if (r == 0) {
+      send_down(k);
+      continue;
+    }
+    up.push_back(c.transport.isend(chunk_at(k), chunk_len(k) * elem, r - top, c.tag));
+    // The sum of chunk k - 1 lands where that chunk was sent from: its receive is posted once
+    // the send is complete (it is by now, or soon: the parent has been receiving meanwhile).
+    if (k >= 1) {
+      c.wait(up[k - 1]);
+      down.push_back(c.transport.irecv(chunk_at(k - 1), chunk_len(k - 1) * elem, r - top, c.tag));
+    }
+    if (k >= lag) finish_sum(k - lag);
   }
   if (r != 0) {
-    c.post_send(c.list(1), data, count, elem, r - top);
-    c.wait_all(c.list(1));  // the broadcast overwrites data
+    c.wait(up[chunks - 1]);
+    down.push_back(c.transport.irecv(chunk_at(chunks - 1), chunk_len(chunks - 1) * elem, r - top, c.tag));
+    for (std::size_t k = chunks > lag ? chunks - lag : 0; k < chunks; ++k) finish_sum(k);
   }
-  broadcast_tree(c, data, count, elem, 0);
+  up.clear();
+  down.clear();
+  from_kids.clear();
+  c.wait_all(forward);
 }
 
 void broadcast_tree(Collective& c, void* data, std::size_t count, std::size_t elem, int root) {
@@ -76,7 +136,7 @@ CommCost broadcast_tree_cost(int p, int rank, std::size_t count, std::size_t ele
 CommCost tree_allreduce_cost(int p, int rank, std::size_t count, std::size_t elem, std::size_t chunk) {
   CommCost cost = broadcast_tree_cost(p, rank, count, elem, chunk, 0);
   if (p == 1 || count == 0) return cost;
-  // The reduce phase mirrors the broadcast: each child sends its whole vector up once.
+  // The reduce mirrors the broadcast: each child sends its whole vector up once.
   const std::uint64_t msgs = chunk_count(count, elem, chunk), bytes = count * elem;
   const auto kids = static_cast<std::uint64_t>(child_count(rank, p));
   cost.messages_received += kids * msgs;
@@ -87,7 +147,10 @@ CommCost tree_allreduce_cost(int p, int rank, std::size_t count, std::size_t ele
     cost.bytes_sent += bytes;
   }
   cost.rounds *= 2;
-  cost.beta_bytes = cost.bytes_sent + cost.bytes_received;
+  // Both phases at once: beta on the larger direction, plus one chunk per hop of the first
+  // chunk's way up and down (the pipeline's fill; the whole vector when it is one chunk).
+  const std::uint64_t fill = bytes / msgs;
+  cost.beta_bytes = std::max(cost.bytes_sent, cost.bytes_received) + (cost.rounds - 1) * fill;
   return cost;
 }
 

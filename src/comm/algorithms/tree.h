@@ -1,20 +1,27 @@
 // Binomial-tree allreduce: reduce to rank 0 along a binomial tree, then broadcast the sum back
-// down the same tree.
+// down the same tree, both chunk by chunk and overlapped (pipelined, as NCCL's and MPICH's trees).
 //
 // The tree: for a rank r != 0, its parent is r with its lowest set bit cleared; its children are
 // r + m for every power of two m below r's lowest set bit (below p for rank 0) with r + m < p.
-// Phases and steps (p ranks, n bytes, L = ceil(log2 p)):
-//   1. reduce, L steps: in step k (m = 2^k) every rank with lowest set bit m sends its partial sum
-//      (the whole vector) to r - m and drops out; the receiver adds it in.
-//   2. broadcast, L steps: the same edges in reverse; a rank forwards each chunk of the sum to its
-//      children, largest subtree first, as soon as it arrives (pipelined).
-// Bytes each rank sends: n to its parent (not rank 0) and n to each child; rank 0 sends L*n, a
-// leaf n. Rank 0 receives and reduces L*n bytes. Messages: ceil(n / chunk) per edge.
-// Cost (critical path through rank 0): 2L alpha + 2L n beta + L n gamma. Latency-bound like the
-// butterfly but moves log(p) times more bytes per rank than the ring: a small-message algorithm.
+// Phases and steps (p ranks, n bytes in C chunks, L = ceil(log2 p)):
+//   reduce: for chunk k, a rank adds in chunk k of each child (closest child first, a fixed order)
+//     and sends the partial sum of chunk k to its parent; rank 0 then holds the sum of chunk k.
+//   broadcast: rank 0 sends sum k to its children as soon as it has it; every other rank
+//     receives sum k in place once its own chunk k has gone up, and forwards it to its children
+//     (largest subtree first). A rank waits for sum k 2L chunks after sending chunk k up (the
+//     time a chunk takes up to the root and back), so the two phases run at once: chunk k goes
+//     up while chunks before it come down, and every edge carries data both ways.
+// Bytes each rank sends: n to its parent (not rank 0) and n to each child; it receives as much.
+// Rank 0 receives and reduces L*n bytes. Messages: C per edge and direction.
+// Cost (the busiest rank; both directions of a link at once): 2L alpha + (L n + (2L-1) n/C) beta
+// + L n gamma: L n each way at rank 0 (an inner rank: its children's n plus its parent's n), plus
+// the pipeline's fill, a chunk per hop up and down. Without the overlap it was 2L n beta. Still
+// log(p) times the ring's bytes per rank, and twice its latency-free time at p = 2 on one host
+// (where the bytes are memory copies): a small-message algorithm, or a link-rate one across hosts
+// at p = 2, where it matches the ring.
 //
-// broadcast_tree (Communicator::broadcast) is phase 2 alone from any root, with ranks renumbered
-// as (r - root) mod p: L alpha + L n beta.
+// broadcast_tree (Communicator::broadcast) is the broadcast alone from any root, with ranks
+// renumbered as (r - root) mod p: L alpha + L n beta, one way.
 #pragma once
 
 #include <cstddef>
