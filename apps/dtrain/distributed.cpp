@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <string_view>
 
 #include "comm/agreement.h"
 #include "core/error.h"
@@ -51,8 +52,15 @@ ProcessGroup join_process_group(double timeout_seconds, const std::string& chunk
   // without yielding unless told the node is oversubscribed, and then take the core from the
   // rank's own compute thread: mlp's backward on 2 ranks of 2 cores went from 1.5 to 2.1 ms.
   // dtrain's own waits spin briefly, then yield (comm/mpi/mpi_transport.cpp); this makes MPI's
-  // do the same. Read at MPI_Init; a value the user set (mpirun --mca or the environment) wins.
-  setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+  // do the same, when all ranks share this host (shared memory: the spinning moves no data).
+  // Across hosts the spinning thread is what keeps TCP's socket fed: yielding it to compute for a
+  // time slice idled the link (lenet over 100 Mbit/s: 1.85 s a step spinning, 2.15 s yielding).
+  // Read at MPI_Init; a value the user set (mpirun --mca or the environment) wins.
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const char* world = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (local != nullptr && world != nullptr && std::string_view(local) == world) {
+    setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+  }
   comm::CommOptions options;
   options.timeout_seconds = timeout_seconds;
   g.comm = std::make_unique<comm::Communicator>(comm::make_mpi_transport(), options);
