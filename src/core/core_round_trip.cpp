@@ -20,6 +20,9 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr int kTripsPerBatch = 64;
 // Spins between looks at the clock while waiting for the other core.
 constexpr int kSpinsPerClockRead = 1024;
+// A round trip this long means the two threads took turns on a core (each turn waits for the
+// scheduler) rather than ran at once: cache lines cross between cores in under a microsecond.
+constexpr double kTookTurnsSeconds = 20e-6;
 
 bool pin_this_thread(int cpu) {
   if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
@@ -105,7 +108,7 @@ std::optional<double> core_round_trip_seconds(int cpu_a, int cpu_b, std::chrono:
   initiator.join();
   control.stop = true;
   responder.join();
-  if (control.pin_failed || !std::isfinite(best)) return std::nullopt;
+  if (control.pin_failed || !(best < kTookTurnsSeconds)) return std::nullopt;
   return best;
 }
 

@@ -22,9 +22,10 @@ std::vector<int> allowed_cpus();
 // The shortest mean round trip (seconds) over batches of round trips between a thread pinned to
 // `cpu_a` and one pinned to `cpu_b`, measured for about `budget` (the minimum over batches
 // discards batches in which either thread was preempted). nullopt when a thread cannot be pinned
-// there (a CPU that does not exist or that the cpuset forbids) or no batch finished within ten times the budget (the
-// two threads never ran at the same time: one core, or both CPUs busy). Never blocks longer than
-// that.
+// there (a CPU that does not exist or that the cpuset forbids), or when the two threads never ran
+// at the same time (one core, or both CPUs busy): no batch finished within ten times the budget,
+// or the best took over 20 us a round trip (the threads took turns on a core). Never blocks
+// longer than ten budgets.
 std::optional<double> core_round_trip_seconds(int cpu_a, int cpu_b,
                                               std::chrono::microseconds budget = std::chrono::milliseconds(5));
 

@@ -40,11 +40,9 @@ TEST(CoreRoundTrip, GivesUpOnOneCpuInsteadOfSpinningForever) {
   const std::optional<double> rt = core_round_trip_seconds(cpu, cpu, milliseconds(2));
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(took, 1.0);
-  // Sharing one CPU, each turn waits for the scheduler to switch threads (a time slice): either
-  // no batch finishes in time or the result is far above a cache line's transfer.
-  if (rt) {
-    EXPECT_GT(*rt, 1e-6);
-  }
+  // Sharing one CPU, each turn waits for the scheduler to switch threads: that is no
+  // measurement of two cores.
+  EXPECT_FALSE(rt.has_value());
 }
 
 TEST(CoreRoundTrip, CpuThatDoesNotExistGivesNothing) {

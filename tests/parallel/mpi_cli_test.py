@@ -7,6 +7,8 @@ usage: mpi_cli_test.py DTRAIN CASE
   disagree         ranks started with different flags stop at start-up naming the ranks and the values
   too_many_ranks   more ranks than training samples is a clear error
   killed_rank      SIGKILL of one rank mid-training ends the job with an error naming it, no hang
+  stale_momentum   --double-buffering lowers sgd's default momentum 0.9 to 0.8 (and says so); an
+                   explicit --momentum is kept
 """
 import json, os, signal, subprocess, sys, tempfile, time
 
@@ -82,12 +84,30 @@ def killed_rank(dtrain):
     assert "signal 9" in out or "rank" in out.lower(), out
 
 
+def stale_momentum(dtrain):
+    with tempfile.TemporaryDirectory() as d:
+        log = os.path.join(d, "log.jsonl")
+        base = MPIRUN + ["-np", "2", dtrain, "train", "--model", "mlp", "--limit", "512", "--epochs", "1",
+                         "--eval-limit", "100", "--threads", "1", "--progress", "lines", "--double-buffering",
+                         "--log", log]
+        rc, out = run(base)
+        assert rc == 0, out
+        assert "double buffering: sgd momentum 0.8 instead of 0.9" in out, out
+        assert json.loads(open(log).readline())["momentum"] == 0.8
+        rc, out = run(base + ["--momentum", "0.9"])
+        assert rc == 0, out
+        assert "double buffering: sgd momentum" not in out, out
+        assert json.loads(open(log).readline())["momentum"] == 0.9
+        print("default momentum with double buffering: 0.8; explicit 0.9 kept")
+
+
 def main():
     dtrain, case = sys.argv[1], sys.argv[2]
     if case == "loss_curve":
         loss_curve(dtrain, sys.argv[3])
     else:
-        {"disagree": disagree, "too_many_ranks": too_many_ranks, "killed_rank": killed_rank}[case](dtrain)
+        {"disagree": disagree, "too_many_ranks": too_many_ranks, "killed_rank": killed_rank,
+         "stale_momentum": stale_momentum}[case](dtrain)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ if(DTRAIN_MPI AND EXISTS "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-uby
   foreach(alg ring tree butterfly onetoall mpi)
     add_test(NAME mpi_loss_curve_${alg} COMMAND ${Python3_EXECUTABLE} ${script} $<TARGET_FILE:dtrain_cli> loss_curve ${alg})
   endforeach()
-  foreach(case disagree too_many_ranks killed_rank)
+  foreach(case disagree too_many_ranks killed_rank stale_momentum)
     add_test(NAME mpi_${case} COMMAND ${Python3_EXECUTABLE} ${script} $<TARGET_FILE:dtrain_cli> ${case})
   endforeach()
   set_property(TEST mpi_loss_curve_ring mpi_loss_curve_tree mpi_loss_curve_butterfly mpi_loss_curve_onetoall

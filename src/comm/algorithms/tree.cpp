@@ -148,9 +148,11 @@ CommCost tree_allreduce_cost(int p, int rank, std::size_t count, std::size_t ele
   }
   cost.rounds *= 2;
   // Both phases at once: beta on the larger direction, plus one chunk per hop of the first
-  // chunk's way up and down (the pipeline's fill; the whole vector when it is one chunk).
+  // chunk's way up and down (the pipeline's fill). A vector of few chunks has little to overlap:
+  // never more than the two directions one after the other (a one-chunk vector: 2L hops).
   const std::uint64_t fill = bytes / msgs;
-  cost.beta_bytes = std::max(cost.bytes_sent, cost.bytes_received) + (cost.rounds - 1) * fill;
+  cost.beta_bytes = std::min(cost.bytes_sent + cost.bytes_received,
+                             std::max(cost.bytes_sent, cost.bytes_received) + (cost.rounds - 1) * fill);
   return cost;
 }
 

@@ -13,9 +13,10 @@
 //     up while chunks before it come down, and every edge carries data both ways.
 // Bytes each rank sends: n to its parent (not rank 0) and n to each child; it receives as much.
 // Rank 0 receives and reduces L*n bytes. Messages: C per edge and direction.
-// Cost (the busiest rank; both directions of a link at once): 2L alpha + (L n + (2L-1) n/C) beta
-// + L n gamma: L n each way at rank 0 (an inner rank: its children's n plus its parent's n), plus
-// the pipeline's fill, a chunk per hop up and down. Without the overlap it was 2L n beta. Still
+// Cost (the busiest rank; both directions of a link at once): 2L alpha + min(2L n, L n + (2L-1)
+// n/C) beta + L n gamma: L n each way at rank 0 (an inner rank: its children's n plus its
+// parent's n), plus the pipeline's fill, a chunk per hop up and down; a vector of one or few
+// chunks overlaps little and pays at most the 2L n of the two phases one after the other. Still
 // log(p) times the ring's bytes per rank, and twice its latency-free time at p = 2 on one host
 // (where the bytes are memory copies): a small-message algorithm, or a link-rate one across hosts
 // at p = 2, where it matches the ring.
