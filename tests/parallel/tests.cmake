@@ -9,7 +9,8 @@ if(DTRAIN_MPI AND EXISTS "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-uby
     add_test(NAME mpi_${case} COMMAND ${Python3_EXECUTABLE} ${script} $<TARGET_FILE:dtrain_cli> ${case})
   endforeach()
   set_property(TEST mpi_loss_curve_ring mpi_loss_curve_tree mpi_loss_curve_butterfly mpi_loss_curve_onetoall
-               mpi_loss_curve_mpi mpi_disagree mpi_too_many_ranks mpi_killed_rank PROPERTY LABELS mpi)
+               mpi_loss_curve_mpi mpi_disagree mpi_too_many_ranks mpi_killed_rank mpi_stale_momentum
+               PROPERTY LABELS mpi)
   set_property(TEST mpi_killed_rank PROPERTY TIMEOUT 300)
 endif()
 
