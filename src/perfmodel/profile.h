@@ -41,9 +41,10 @@ struct LinkProfile {
   std::string name;
   Quantity latency;    // seconds per message (alpha)
   Quantity bandwidth;  // bytes per second per direction, both directions busy (1 / beta)
-  // Bytes per second when only one direction carries data (a tree's reduce, then its broadcast;
-  // one-to-all): over TCP the acknowledgements then have the reverse direction to themselves.
-  // Optional in the schema (dtrain calibrate measures it); absent: `bandwidth`.
+  // Bytes per second when only one direction carries data (a broadcast; every allreduce keeps
+  // both directions busy and pays `bandwidth`): over TCP the acknowledgements then have the
+  // reverse direction to themselves. Optional in the schema (dtrain calibrate measures it);
+  // absent: `bandwidth`.
   std::optional<Quantity> one_way_bandwidth;
   double one_way() const { return one_way_bandwidth ? one_way_bandwidth->value : bandwidth.value; }
 };

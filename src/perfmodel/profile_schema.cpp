@@ -53,6 +53,14 @@ class Reader {
     return j.get<std::string>();
   }
 
+  // An integer in [least, most]; the error names the lower bound (the upper one only guards the cast).
+  int integer(const json& j, const std::string& where, std::int64_t least, std::int64_t most) const {
+    if (!j.is_number_integer() || j.get<std::int64_t>() < least || j.get<std::int64_t>() > most) {
+      fail(fmt::format("'{}' is {}; it must be an integer >= {}", where, j.dump(), least));
+    }
+    return static_cast<int>(j.get<std::int64_t>());
+  }
+
   double number(const json& j, const std::string& where, bool zero_ok, const char* unit) const {
     if (!j.is_number()) fail(fmt::format("'{}' must be a number ({}), got {}", where, unit, j.dump()));
     const double v = j.get<double>();
@@ -125,11 +133,7 @@ class Reader {
   NodeProfile node(const json& j) const {
     fields(j, "node", {"accelerators", "intra_link", "disk_read"}, {"overlap", "core_round_trip"});
     NodeProfile n;
-    const json& a = j["accelerators"];
-    if (!a.is_number_integer() || a.get<std::int64_t>() < 1 || a.get<std::int64_t>() > 1 << 20) {
-      fail(fmt::format("'node.accelerators' is {}; it must be an integer >= 1", a.dump()));
-    }
-    n.accelerators = a.get<int>();
+    n.accelerators = integer(j["accelerators"], "node.accelerators", 1, 1 << 20);
     n.intra_link = link(j["intra_link"], "node.intra_link");
     n.disk_read = quantity(j["disk_read"], "node.disk_read", false, "bytes per second");
     if (j.contains("overlap")) {
@@ -152,11 +156,7 @@ class Reader {
   MpiAllreduceProfile mpi_allreduce(const json& j) const {
     fields(j, "mpi_allreduce", {"workers", "points", "source"});
     MpiAllreduceProfile m;
-    const json& w = j["workers"];
-    if (!w.is_number_integer() || w.get<std::int64_t>() < 2 || w.get<std::int64_t>() > 1 << 24) {
-      fail(fmt::format("'mpi_allreduce.workers' is {}; it must be an integer >= 2", w.dump()));
-    }
-    m.workers = w.get<int>();
+    m.workers = integer(j["workers"], "mpi_allreduce.workers", 2, 1 << 24);
     m.source = text(j["source"], "mpi_allreduce.source");
     const json& pts = j["points"];
     if (!pts.is_array() || pts.empty()) {

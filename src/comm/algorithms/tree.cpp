@@ -39,7 +39,7 @@ void tree_allreduce(Collective& c, void* data, std::size_t count, DType dtype) {
   }
   const std::span<const int> kids(kid_ranks.data(), n_kids);
   const std::size_t slot = c.slot_bytes(count, elem);
-  std::byte* slots = c.scratch.get(std::max<std::size_t>(1, kids.size()) * kRecvSlots * slot);
+  std::byte* slots = c.scratch.get(kids.size() * kRecvSlots * slot);  // a leaf needs none
   auto window = [&](std::size_t i, std::size_t k) { return slots + (i * kRecvSlots + k % kRecvSlots) * slot; };
   auto& up = c.list(0);         // chunk k of the partial sum to the parent, or to nobody at the root
   auto& down = c.list(1);       // the sum of chunk k from the parent
