@@ -44,9 +44,10 @@ def same_host(dtrain):
         assert mpi["workers"] == 2 and sizes == sorted(sizes) and sizes[0] == 65536, mpi
         assert all(q["seconds"] > 0 for q in mpi["points"]) and "MPI_Allreduce" in mpi["source"], mpi
         assert 0 < p["node"]["overlap"]["compute"]["value"] <= 1, p["node"]["overlap"]
-        if len(os.sched_getaffinity(0)) >= 2:  # the cache-line round trip between two cores
-            rt = p["node"]["core_round_trip"]
-            assert 1e-9 < rt["value"] < 20e-6 and "samples" in rt["source"], rt
+        # The cache-line round trip between two cores: absent where the probe's two threads never
+        # ran at once (one CPU, or both busy, e.g. with tests running beside this one).
+        rt = p["node"].get("core_round_trip")
+        assert rt is None or (1e-9 < rt["value"] < 20e-6 and "samples" in rt["source"]), rt
         variation = p["device"]["step_variation"]
         assert 0 <= variation["value"] < 1 and "compute steps per rank" in variation["source"], variation
         pred = json.loads(run([dtrain, "predict", "--model", "lenet", "--dataset", "fashion-mnist", "--workers", "2",
@@ -65,7 +66,7 @@ def same_host(dtrain):
         assert all(r["predicted_step_s"] > 0 and r["measured_step_s"] > 0 for r in epochs), epochs
         text = run([dtrain, "explain", log])
         assert "limits scaling: " in text and "efficiency" in text, text
-        if len(os.sched_getaffinity(0)) >= 2:
+        if "core_round_trip_ns" in config and rt is not None:
             assert config["core_round_trip_ns"] > 0 and "machine state: a cache line" in text, (config, text)
         print(out, text, sep="\n")
 
