@@ -155,7 +155,7 @@ LinkMeasurement measure_link(comm::Communicator& c, const std::vector<int>& part
   // A slope at or below zero (noise on an idle link) would mean infinite bandwidth: use the
   // plain rate of the largest exchange instead.
   m.bandwidth = extra > 0 ? static_cast<double>(n - from) / extra : static_cast<double>(n) / big;
-  // One direction at a time (tree, one-to-all): the slope of ping-pongs of the same two sizes, a
+  // One direction at a time (a broadcast): the slope of ping-pongs of the same two sizes, a
   // round trip carrying the bytes once each way.
   const double extra_one_way = pairs.extra_seconds(from, n, false, rounds) / 2;
   m.one_way_bandwidth = extra_one_way > 0 ? static_cast<double>(n - from) / extra_one_way : m.bandwidth;

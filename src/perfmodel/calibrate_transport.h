@@ -16,7 +16,8 @@
 //                of T(n) - T(n/2); two large sizes, so that a link's burst allowance (tc tbf's
 //                bucket) cancels out of the slope;
 //   one way      the slope of ping-pongs of the same two sizes (half a round trip each), for the
-//                collectives that move data one direction at a time (tree, one-to-all);
+//                collectives that move data one direction at a time (a broadcast; every allreduce,
+//                tree and one-to-all included, pipelines both directions and pays beta);
 //   gamma        comm::reduce_sum adding 4 MiB of f32 into 4 MiB (1 / bytes per second);
 //   MPI          the MPI library's own allreduce (dtrain's `mpi`) of f32 over all the ranks, at
 //                64 KiB x 4^k up to the first size one call of which takes 0.5 s (at most
