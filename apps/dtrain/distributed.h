@@ -24,6 +24,10 @@ struct ProcessGroup {
   comm::HostLayout hosts;  // where the ranks run (comm/hosts.h)
 
   bool active() const { return comm != nullptr; }
+  // Ranks on this process's host, itself included (1 outside mpirun).
+  int ranks_on_my_host() const {
+    return active() ? static_cast<int>(hosts.members.at(static_cast<std::size_t>(hosts.host_of.at(rank))).size()) : 1;
+  }
   // "32 KiB messages (2 hosts, network chunks)": the collectives' chunk size, for logs.
   std::string describe_chunk() const;
   // Sums a few values over all ranks (in f64 via two f32 halves would lose nothing for counts up

@@ -135,8 +135,8 @@ nlohmann::json config_record(const TrainOptions& o, const Dataset& train, std::i
 }
 
 int run_train(TrainOptions o) {
-  if (o.threads == 0) o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  set_num_threads(o.threads);
+  if (o.threads < 0)
+    throw InputError(fmt::format("--threads must be at least 1, or 0 for the default (got {})", o.threads));
   // Check every name before the (slower) dataset load, so a typo fails at once.
   (void)make_optimizer(o.optimizer, {});
   // One step of staleness acts like extra momentum (Mitliagkas et al. 2016, "Asynchrony begets
@@ -176,6 +176,8 @@ int run_train(TrainOptions o) {
 
   ProcessGroup group = join_process_group(o.timeout, o.chunk_kb);
   const bool leader = group.rank == 0;
+  if (o.threads == 0) o.threads = default_threads(group.ranks_on_my_host());
+  set_num_threads(o.threads);
   Dataset train = load_dataset(o.dataset, o.data_dir, "train");
   Dataset test = load_dataset(o.dataset, o.data_dir, "test");
   if (o.limit > 0 && o.limit < train.size()) train = subset(train, 0, o.limit);
@@ -342,7 +344,10 @@ Action register_train(CLI::App& app) {
   t->add_option("--augment", o->augment,
                 "Training augmentation, comma separated: flip, translate:PIXELS, rotate:DEGREES, noise:SIGMA "
                 "(e.g. flip,translate:4)");
-  t->add_option("--threads", o->threads, "Compute threads (0: one per core)")->capture_default_str();
+  t->add_option("--threads", o->threads,
+                "Compute threads per rank (0: this process's CPUs, shared among the ranks on its host unless mpirun "
+                "bound it to its own)")
+      ->capture_default_str();
   t->add_option("--prefetch", o->prefetch, "Batches the loader prepares ahead on its own thread (0: none)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
