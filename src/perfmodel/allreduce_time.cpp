@@ -27,8 +27,9 @@ AllreduceTime time_on(comm::Algorithm a, int p, std::size_t count, DType dtype, 
 
 }  // namespace
 
-double interpolate_measured(const MpiAllreduceProfile& m, double bytes) {
-  const auto& pts = m.points;
+double interpolate_measured(const MpiAllreduceProfile& m, double bytes) { return interpolate_points(m.points, bytes); }
+
+double interpolate_points(const std::vector<std::pair<double, double>>& pts, double bytes) {
   DT_CHECK(!pts.empty(), "no measured points");
   if (pts.size() == 1) return pts[0].second * bytes / pts[0].first;
   std::size_t hi = 1;
@@ -77,8 +78,15 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
   }
   const int k = std::max(1, profile.node.accelerators);
   const DeviceProfile& dev = profile.device;
-  if (p <= k)
-    return time_on(plan.algorithm, p, count, plan.dtype, abg(profile.node.intra_link, dev, 1), plan.chunk_bytes);
+  if (p <= k) {
+    comm::AlphaBetaGamma m = abg(profile.node.intra_link, dev, 1);
+    if (const auto& ladder = profile.node.intra_link.exchange_ladder) {
+      // The slowest rank's beta bytes: its cost with beta = 1 s/byte and nothing else.
+      const double moved = slowest_rank_seconds(plan.algorithm, p, count, plan.dtype, {0, 1, 0}, plan.chunk_bytes);
+      if (moved > 0) m.beta = interpolate_points(ladder->points, moved) / moved;
+    }
+    return time_on(plan.algorithm, p, count, plan.dtype, m, plan.chunk_bytes);
+  }
   if (!profile.network) {
     throw InputError(
         fmt::format("{} workers need {} nodes of {} accelerator(s), but the profile '{}' has no network; "

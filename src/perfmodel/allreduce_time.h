@@ -3,7 +3,10 @@
 // tests/comm) charged with the alpha, beta and gamma of the links the ranks use.
 //
 // Ranks are placed node-major (ranks 0..k-1 on the first node of k accelerators, and so on).
-//   - All ranks in one node: the intra-node link.
+//   - All ranks in one node: the intra-node link; where it has an exchange ladder (profile.h:
+//     dtrain calibrate's same-host link), beta is the ladder's seconds per byte at the bytes the
+//     slowest rank moves (its beta bytes, comm::allreduce_cost), not the slope of the largest
+//     sizes: a 1 MiB bucket's copies stay in the caches.
 //   - Flat (what dtrain's collectives do today): one algorithm over all p ranks. Every step
 //     waits for its slowest message, so once the ranks span nodes the network's latency and
 //     bandwidth bound the whole collective (steps that stay inside a node are charged at the
@@ -18,6 +21,8 @@
 #pragma once
 
 #include <cstddef>
+#include <utility>
+#include <vector>
 
 #include "comm/algorithm.h"
 #include "perfmodel/profile.h"
@@ -45,6 +50,8 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
 // algorithm), along the last two points' line above the largest and the first two points' line
 // below the smallest (never below a tenth of the smallest time); one point scales with the bytes.
 double interpolate_measured(const MpiAllreduceProfile& m, double bytes);
+// The same interpolation over (bytes, seconds) points, bytes ascending (non-empty).
+double interpolate_points(const std::vector<std::pair<double, double>>& points, double bytes);
 
 // How many of a node's k ranks send across the node boundary in the same step, for a flat
 // algorithm over more than one node with node-major ranks: ring 1 (one ring edge leaves each

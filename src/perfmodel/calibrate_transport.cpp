@@ -24,6 +24,7 @@ constexpr int kTag = 32000;
 constexpr std::size_t kSmallBytes = 64;
 constexpr std::size_t kFirstSlopeBytes = std::size_t{256} << 10;
 constexpr std::size_t kMaxSlopeBytes = std::size_t{16} << 20;
+constexpr std::size_t kLadderFirstBytes = std::size_t{64} << 10;
 constexpr double kSlopeSeconds = 0.05;  // the slope's largest exchange takes at least this long
 constexpr double kBatchSeconds = 0.005;
 constexpr int kMinBatches = 5;
@@ -129,7 +130,7 @@ class Pairs {
 };
 
 LinkMeasurement measure_link(comm::Communicator& c, const std::vector<int>& partner, double min_seconds,
-                             std::string how) {
+                             std::string how, bool ladder) {
   Pairs pairs(c, partner);
   LinkMeasurement m;
   m.measured = true;
@@ -159,6 +160,16 @@ LinkMeasurement measure_link(comm::Communicator& c, const std::vector<int>& part
   // round trip carrying the bytes once each way.
   const double extra_one_way = pairs.extra_seconds(from, n, false, rounds) / 2;
   m.one_way_bandwidth = extra_one_way > 0 ? static_cast<double>(n - from) / extra_one_way : m.bandwidth;
+  if (ladder) {
+    // Rounds as for the slope, scaled to each size's expected time (from the largest one's),
+    // 7 to 200; a non-positive median (noise at a small size) falls back to the slope's rate.
+    for (std::size_t size = kLadderFirstBytes; size <= n; size *= 4) {
+      const double expected = big * static_cast<double>(size) / static_cast<double>(n);
+      const int size_rounds = std::clamp(static_cast<int>(min_seconds / std::max(expected, 1e-6)), 7, 200);
+      const double extra_size = pairs.extra_seconds(kSmallBytes, size, true, size_rounds);
+      m.ladder.emplace_back(size, extra_size > 0 ? extra_size : static_cast<double>(size) / m.bandwidth);
+    }
+  }
   return m;
 }
 
@@ -300,7 +311,7 @@ TransportCalibration calibrate_transport(comm::Communicator& c, double min_secon
     partner[0] = 0;
     how = "rank 0 messaging itself (no host has two ranks)";
   }
-  out.same_host = measure_link(c, partner, min_seconds, how);
+  out.same_host = measure_link(c, partner, min_seconds, how, pairs > 0);
 
   if (members.size() > 1) {
     std::fill(partner.begin(), partner.end(), -1);
@@ -308,7 +319,7 @@ TransportCalibration calibrate_transport(comm::Communicator& c, double min_secon
     partner[static_cast<std::size_t>(a)] = b;
     partner[static_cast<std::size_t>(b)] = a;
     out.across_hosts =
-        measure_link(c, partner, min_seconds, fmt::format("ranks {} and {} (one pair, the link alone)", a, b));
+        measure_link(c, partner, min_seconds, fmt::format("ranks {} and {} (one pair, the link alone)", a, b), false);
   }
 
   c.barrier();

@@ -15,6 +15,10 @@
 //                as every allreduce receives them (exchange_bytes); the median over paired rounds
 //                of T(n) - T(n/2); two large sizes, so that a link's burst allowance (tc tbf's
 //                bucket) cancels out of the slope;
+//   ladder       on one host: the time of one simultaneous exchange above a 64-byte one (the
+//                median over paired rounds, as the slope) at 64 KiB x 4^k up to the slope's
+//                largest size, since copies that stay in the caches cost less per byte than the
+//                slope's (profile.h: ExchangeLadder);
 //   one way      the slope of ping-pongs of the same two sizes (half a round trip each), for the
 //                collectives that move data one direction at a time (a broadcast; every allreduce,
 //                tree and one-to-all included, pipelines both directions and pays beta);
@@ -41,12 +45,14 @@ namespace dtrain::perf {
 
 struct LinkMeasurement {
   bool measured = false;
-  double latency = 0;     // seconds per message (alpha)
-  double bandwidth = 0;   // bytes per second per direction, both directions busy (1 / beta)
+  double latency = 0;            // seconds per message (alpha)
+  double bandwidth = 0;          // bytes per second per direction, both directions busy (1 / beta)
   double one_way_bandwidth = 0;  // bytes per second, one direction at a time (ping-pong slope)
-  std::size_t bytes = 0;  // the largest exchange of the slope
-  int pairs = 0;          // pairs measured side by side
-  std::string how;        // "2 pairs side by side", "rank 0 with itself", ...
+  std::size_t bytes = 0;         // the largest exchange of the slope
+  int pairs = 0;                 // pairs measured side by side
+  std::string how;               // "2 pairs side by side", "rank 0 with itself", ...
+  // (bytes, seconds above a 64-byte exchange); measured on the same-host link only.
+  std::vector<std::pair<std::size_t, double>> ladder;
 };
 
 struct TransportCalibration {

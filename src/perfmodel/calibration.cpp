@@ -156,11 +156,20 @@ Profile calibrated_profile(const Calibration& c) {
                     q(same.bandwidth, how + fmt::format("slope of simultaneous exchanges between {} and {} KiB",
                                                         same.bytes >> 11, same.bytes >> 10)),
                     q(same.one_way_bandwidth, how + fmt::format("slope of ping-pongs between {} and {} KiB",
-                                                                same.bytes >> 11, same.bytes >> 10))};
+                                                                same.bytes >> 11, same.bytes >> 10)),
+                    std::nullopt};
+    if (!same.ladder.empty()) {
+      ExchangeLadder ladder;
+      for (const auto& [bytes, seconds] : same.ladder) ladder.points.emplace_back(static_cast<double>(bytes), seconds);
+      ladder.source = origin + "; " + how +
+                      "one simultaneous exchange of each size above a 64-byte one, the median over paired rounds";
+      n.intra_link.exchange_ladder = ladder;
+    }
   } else {
     const double copy = 1 / (1 / c.device.memory_read + 1 / c.device.memory_write);
     n.intra_link = {"none (one process)", q(0, "one process: no messages between ranks"),
-                    q(copy, "one process: no messages between ranks; a memory copy's rate stands in"), std::nullopt};
+                    q(copy, "one process: no messages between ranks; a memory copy's rate stands in"), std::nullopt,
+                    std::nullopt};
   }
   if (!c.core_round_trips.empty()) {
     const auto [lo, hi] = std::minmax_element(c.core_round_trips.begin(), c.core_round_trips.end());
@@ -183,7 +192,8 @@ Profile calibrated_profile(const Calibration& c) {
         q(net.bandwidth,
           how + fmt::format("slope of simultaneous exchanges between {} and {} KiB", net.bytes >> 11, net.bytes >> 10)),
         q(net.one_way_bandwidth,
-          how + fmt::format("slope of ping-pongs between {} and {} KiB", net.bytes >> 11, net.bytes >> 10))};
+          how + fmt::format("slope of ping-pongs between {} and {} KiB", net.bytes >> 11, net.bytes >> 10)),
+        std::nullopt};
   }
   if (!c.transport.mpi_allreduce.empty()) {
     MpiAllreduceProfile m;
@@ -226,6 +236,13 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
     s += fmt::format("  {:<15} alpha {}, bandwidth {} ({} one way) ({})\n",
                      l == &c.transport.same_host ? "same host" : "across hosts", format_seconds(l->latency),
                      gbps(l->bandwidth), gbps(l->one_way_bandwidth), l->how);
+    if (!l->ladder.empty()) {
+      s += "  exchange ladder";
+      for (const auto& [bytes, seconds] : l->ladder)
+        s += fmt::format(" {} KiB {} ({})", bytes >> 10, format_seconds(seconds),
+                         gbps(static_cast<double>(bytes) / seconds));
+      s += "\n";
+    }
   }
   if (!c.transport.mpi_allreduce.empty()) {
     s += "  MPI_Allreduce  ";

@@ -37,6 +37,17 @@ inline constexpr std::array<std::string_view, 5> kComputeKinds = {"conv2d", "lin
 // other layer (relu, dropout, flatten, ...) to elementwise.
 std::size_t compute_kind_index(std::string_view layer_kind);
 
+// Seconds of a simultaneous exchange between two ranks (as calibrate_transport.h's beta is
+// measured) at a ladder of sizes, above a 64-byte exchange's. On one host the transfers are memory
+// copies, whose cost per byte depends on the size: buffers that stay in the caches move several
+// times faster than the slope of the largest sizes (this VM: a 4 MiB MPI_Allreduce 0.39 ms, a
+// 16 MiB one 3.8 ms). The model then charges beta at the bytes an allreduce moves
+// (allreduce_time.h) instead of the slope.
+struct ExchangeLadder {
+  std::vector<std::pair<double, double>> points;  // (bytes, seconds), bytes ascending
+  std::string source;
+};
+
 struct LinkProfile {
   std::string name;
   Quantity latency;    // seconds per message (alpha)
@@ -47,6 +58,8 @@ struct LinkProfile {
   // absent: `bandwidth`.
   std::optional<Quantity> one_way_bandwidth;
   double one_way() const { return one_way_bandwidth ? one_way_bandwidth->value : bandwidth.value; }
+  // Optional in the schema; dtrain calibrate measures it for the same-host link.
+  std::optional<ExchangeLadder> exchange_ladder;
 };
 
 struct DeviceProfile {

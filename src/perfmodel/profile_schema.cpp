@@ -92,7 +92,7 @@ class Reader {
   }
 
   LinkProfile link(const json& j, const std::string& where) const {
-    fields(j, where, {"name", "latency", "bandwidth"}, {"one_way_bandwidth"});
+    fields(j, where, {"name", "latency", "bandwidth"}, {"one_way_bandwidth", "exchange_ladder"});
     LinkProfile l;
     l.name = text(j["name"], where + ".name");
     l.latency = quantity(j["latency"], where + ".latency", true, "seconds per message");
@@ -100,6 +100,12 @@ class Reader {
     if (j.contains("one_way_bandwidth")) {
       l.one_way_bandwidth =
           quantity(j["one_way_bandwidth"], where + ".one_way_bandwidth", false, "bytes per second, one direction");
+    }
+    if (j.contains("exchange_ladder")) {
+      const std::string w = where + ".exchange_ladder";
+      const json& x = j["exchange_ladder"];
+      fields(x, w, {"points", "source"});
+      l.exchange_ladder = ExchangeLadder{points(x["points"], w + ".points"), text(x["source"], w + ".source")};
     }
     return l;
   }
@@ -158,27 +164,33 @@ class Reader {
     MpiAllreduceProfile m;
     m.workers = integer(j["workers"], "mpi_allreduce.workers", 2, 1 << 24);
     m.source = text(j["source"], "mpi_allreduce.source");
-    const json& pts = j["points"];
+    m.points = points(j["points"], "mpi_allreduce.points");
+    return m;
+  }
+
+  // [{"bytes": B, "seconds": S}, ...]: positive, bytes ascending.
+  std::vector<std::pair<double, double>> points(const json& pts, const std::string& where) const {
+    std::vector<std::pair<double, double>> out;
     if (!pts.is_array() || pts.empty()) {
-      fail(fmt::format("'mpi_allreduce.points' must be a non-empty array of {{\"bytes\": B, \"seconds\": S}}, got {}",
-                       pts.dump()));
+      fail(
+          fmt::format("'{}' must be a non-empty array of {{\"bytes\": B, \"seconds\": S}}, got {}", where, pts.dump()));
     }
     for (std::size_t i = 0; i < pts.size(); ++i) {
-      const std::string where = fmt::format("mpi_allreduce.points[{}]", i);
-      fields(pts[i], where, {"bytes", "seconds"});
+      const std::string at = fmt::format("{}[{}]", where, i);
+      fields(pts[i], at, {"bytes", "seconds"});
       const json& b = pts[i]["bytes"];
       const json& s = pts[i]["seconds"];
       if (!b.is_number() || !s.is_number() || !(b.get<double>() > 0) || !(s.get<double>() > 0) ||
           !std::isfinite(b.get<double>()) || !std::isfinite(s.get<double>())) {
-        fail(fmt::format("'{}' is {}; bytes and seconds must be positive numbers", where, pts[i].dump()));
+        fail(fmt::format("'{}' is {}; bytes and seconds must be positive numbers", at, pts[i].dump()));
       }
-      if (!m.points.empty() && b.get<double>() <= m.points.back().first) {
-        fail(fmt::format("'{}' has {} bytes, not more than the point before it; list the sizes in ascending order",
-                         where, b.get<double>()));
+      if (!out.empty() && b.get<double>() <= out.back().first) {
+        fail(fmt::format("'{}' has {} bytes, not more than the point before it; list the sizes in ascending order", at,
+                         b.get<double>()));
       }
-      m.points.emplace_back(b.get<double>(), s.get<double>());
+      out.emplace_back(b.get<double>(), s.get<double>());
     }
-    return m;
+    return out;
   }
 
  private:
@@ -190,9 +202,17 @@ json quantity_json(const Quantity& q) {
   return {{"value", q.value}, {"source", q.source}};
 }
 
+json points_json(const std::vector<std::pair<double, double>>& points) {
+  json out = json::array();
+  for (const auto& [bytes, seconds] : points) out.push_back({{"bytes", bytes}, {"seconds", seconds}});
+  return out;
+}
+
 json link_json(const LinkProfile& l) {
   json j = {{"name", l.name}, {"latency", quantity_json(l.latency)}, {"bandwidth", quantity_json(l.bandwidth)}};
   if (l.one_way_bandwidth) j["one_way_bandwidth"] = quantity_json(*l.one_way_bandwidth);
+  if (l.exchange_ladder)
+    j["exchange_ladder"] = {{"points", points_json(l.exchange_ladder->points)}, {"source", l.exchange_ladder->source}};
   return j;
 }
 
@@ -277,11 +297,9 @@ json profile_to_json(const Profile& p) {
   if (!p.description.empty()) j["description"] = p.description;
   if (p.network) j["network"] = link_json(*p.network);
   if (p.mpi_allreduce) {
-    json points = json::array();
-    for (const auto& [bytes, seconds] : p.mpi_allreduce->points)
-      points.push_back({{"bytes", bytes}, {"seconds", seconds}});
-    j["mpi_allreduce"] = {
-        {"workers", p.mpi_allreduce->workers}, {"points", points}, {"source", p.mpi_allreduce->source}};
+    j["mpi_allreduce"] = {{"workers", p.mpi_allreduce->workers},
+                          {"points", points_json(p.mpi_allreduce->points)},
+                          {"source", p.mpi_allreduce->source}};
   }
   return j;
 }

@@ -39,6 +39,11 @@ def same_host(dtrain):
         assert calibrated(link["latency"]) and calibrated(link["bandwidth"]), link
         assert "same-host pair" in link["bandwidth"]["source"], link
         assert "network" not in p, "one host: no network measured"
+        ladder = link["exchange_ladder"]
+        sizes = [q["bytes"] for q in ladder["points"]]
+        assert sizes == sorted(sizes) and sizes[0] == 65536 and len(sizes) >= 2, ladder
+        assert all(q["seconds"] > 0 for q in ladder["points"]) and "exchange" in ladder["source"], ladder
+        assert "exchange ladder 64 KiB" in out, out
         mpi = p["mpi_allreduce"]
         sizes = [q["bytes"] for q in mpi["points"]]
         assert mpi["workers"] == 2 and sizes == sorted(sizes) and sizes[0] == 65536, mpi
@@ -86,6 +91,8 @@ def two_hosts(dtrain, hosts):
         assert p["node"]["accelerators"] == 1, p["node"]
         net = p["network"]
         assert calibrated(net["latency"]) and calibrated(net["bandwidth"]), net
+        # The exchange ladder is a same-host link's: a host with one rank has none, nor does the network.
+        assert "exchange_ladder" not in net and "exchange_ladder" not in p["node"]["intra_link"], p
         rate = 100e6 / 8
         # Measured, not assumed: at most the shaped rate (an unshaped veth would give GB/s), and
         # not far below it (TCP in both directions at once, with each other's ACKs, gets 60-80%).

@@ -95,8 +95,15 @@ Calibration synthetic_calibration() {
   c.transport.host_names = {"hostA", "hostB"};
   c.transport.ranks_per_host = 2;
   c.transport.reduce = 3e10;
-  c.transport.same_host = {true, 2e-6, 5e9, 6e9, 1 << 20, 2, "2 same-host pair(s) side by side"};
-  c.transport.across_hosts = {true, 3e-5, 1.2e7, 1.5e7, 1 << 20, 1, "ranks 0 and 2"};
+  c.transport.same_host = {true,
+                           2e-6,
+                           5e9,
+                           6e9,
+                           1 << 20,
+                           2,
+                           "2 same-host pair(s) side by side",
+                           {{64 << 10, 8e-6}, {256 << 10, 2.5e-5}, {1 << 20, 1.5e-4}}};
+  c.transport.across_hosts = {true, 3e-5, 1.2e7, 1.5e7, 1 << 20, 1, "ranks 0 and 2", {}};
   c.overlap = {true, 0.6, 0.3, 1e-3, "test"};
   c.device.step_seconds = {0.10, 0.11, 0.10, 0.12};
   c.device.step_variation = 0.03;
@@ -124,12 +131,21 @@ TEST(Calibrate, ProfileOfAMultiHostCalibrationHasEveryPart) {
   ASSERT_TRUE(back.network->one_way_bandwidth.has_value());
   EXPECT_DOUBLE_EQ(back.network->one_way(), 1.5e7);
   EXPECT_DOUBLE_EQ(back.node->intra_link.one_way(), 6e9);
+  // The same-host exchange ladder, and none across hosts (a shaped link's burst would pass as speed).
+  ASSERT_TRUE(back.node->intra_link.exchange_ladder.has_value());
+  const auto& ladder = back.node->intra_link.exchange_ladder->points;
+  ASSERT_EQ(ladder.size(), 3u);
+  EXPECT_DOUBLE_EQ(ladder[1].first, 256 << 10);
+  EXPECT_DOUBLE_EQ(ladder[1].second, 2.5e-5);
+  EXPECT_NE(back.node->intra_link.exchange_ladder->source.find("calibrated on"), std::string::npos);
+  EXPECT_FALSE(back.network->exchange_ladder.has_value());
   EXPECT_DOUBLE_EQ(back.device->variation(), 0.03);
   expect_calibrated(*back.device->step_variation, "step variation");
   EXPECT_EQ(back.device->compute[0].source, p.device.compute[0].source);
   const std::string text = format_calibration(synthetic_calibration(), false);
   EXPECT_NE(text.find("across hosts"), std::string::npos) << text;
   EXPECT_NE(text.find("overlap"), std::string::npos) << text;
+  EXPECT_NE(text.find("exchange ladder 64 KiB"), std::string::npos) << text;
   EXPECT_NE(text.find("step variation  3.0% (standard deviation / mean of 4 compute steps"), std::string::npos) << text;
 }
 

@@ -15,7 +15,7 @@ using dtrain::test_support::CommandResult;
 
 CommandResult predict(const std::string& args) {
   return dtrain::test_support::run_command(std::string("DTRAIN_PROFILES=") + DTRAIN_PROFILES_DIR + " " + DTRAIN_BINARY +
-                                      " predict " + args);
+                                           " predict " + args);
 }
 
 void expect_contains(const CommandResult& r, const std::string& part) {

@@ -249,6 +249,26 @@ TEST(Profile, MpiAllreduceTimesAreOptionalAscendingAndPositive) {
   bad = j;
   bad["mpi_allreduce"].erase("source");
   expect_contains(error_of(bad), "'mpi_allreduce' is missing source");
+
+  // A link's exchange ladder: the same points, the same checks, named by the link.
+  json laddered = j;
+  laddered["node"]["intra_link"]["exchange_ladder"] = {
+      {"points", {{{"bytes", 65536}, {"seconds", 1e-5}}, {{"bytes", 1048576}, {"seconds", 1.2e-4}}}},
+      {"source", "measured"}};
+  ASSERT_EQ(error_of(laddered), "");
+  const ProfileFragment lf = parse_profile_fragment(laddered, "test.json");
+  ASSERT_TRUE(lf.node && lf.node->intra_link.exchange_ladder);
+  EXPECT_DOUBLE_EQ(lf.node->intra_link.exchange_ladder->points[1].second, 1.2e-4);
+  p.node = *lf.node;
+  EXPECT_EQ(profile_to_json(p)["node"]["intra_link"]["exchange_ladder"],
+            laddered["node"]["intra_link"]["exchange_ladder"]);
+  bad = laddered;
+  bad["node"]["intra_link"]["exchange_ladder"]["points"][1]["bytes"] = 100;
+  expect_contains(error_of(bad),
+                  "'node.intra_link.exchange_ladder.points[1]' has 100 bytes, not more than the point before it");
+  bad = laddered;
+  bad["node"]["intra_link"]["exchange_ladder"].erase("source");
+  expect_contains(error_of(bad), "'node.intra_link.exchange_ladder' is missing source");
 }
 
 TEST(Profile, UnknownHardwareListsWhatIsValid) {

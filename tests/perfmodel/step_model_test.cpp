@@ -312,6 +312,39 @@ TEST(AllreduceTime, MpiUsesItsMeasuredTimesForTheirWorkerCount) {
   EXPECT_DOUBLE_EQ(allreduce_time(plan, 500, p).seconds, allreduce_time(plan, 500, without).seconds);
 }
 
+TEST(AllreduceTime, SameHostBetaComesFromTheExchangeLadderAtTheBytesMoved) {
+  Profile p = test_profile(4);  // intra-node link: alpha 1e-7, 1e10 bytes/s
+  Profile laddered = p;
+  // Half the slope's time per byte up to 1 MB, the slope's own at 4 MB.
+  laddered.node.intra_link.exchange_ladder = ExchangeLadder{{{1e6, 0.5e6 / 1e10}, {4e6, 4e6 / 1e10}}, "test"};
+  const std::size_t count = 250000;  // 1 MB of f32
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kButterfly, Algorithm::kOneToAll}) {
+    for (int workers : {2, 4}) {
+      AllreducePlan plan{a, workers};
+      const double moved = slowest_rank_seconds(a, workers, count, DType::kF32, {0, 1, 0}, comm::kDefaultChunkBytes);
+      const double ladder_time = interpolate_points(laddered.node.intra_link.exchange_ladder->points, moved);
+      const double beta = ladder_time / moved;
+      EXPECT_NEAR(allreduce_time(plan, count, laddered).seconds,
+                  slowest_rank_seconds(a, workers, count, DType::kF32, {1e-7, beta, 1e-12}, comm::kDefaultChunkBytes),
+                  1e-12)
+          << comm::algorithm_name(a) << " on " << workers;
+      // Where the slowest rank moves at most 1 MB the ladder halves the transfers' time.
+      if (moved <= 1e6) {
+        EXPECT_LT(allreduce_time(plan, count, laddered).seconds, 0.6 * allreduce_time(plan, count, p).seconds);
+      }
+    }
+  }
+  // The ring on 2 moves 1 MB: half the slope's time. One-to-all on 4 moves 3 MB, further up.
+  AllreducePlan ring{Algorithm::kRing, 2}, one_to_all{Algorithm::kOneToAll, 4};
+  const double ring_ratio = allreduce_time(ring, count, laddered).seconds / allreduce_time(ring, count, p).seconds;
+  const double star_ratio =
+      allreduce_time(one_to_all, count, laddered).seconds / allreduce_time(one_to_all, count, p).seconds;
+  EXPECT_LT(ring_ratio, star_ratio);
+  // Across nodes the network's slope stays (no ladder there).
+  AllreducePlan across{Algorithm::kRing, 8};
+  EXPECT_DOUBLE_EQ(allreduce_time(across, count, laddered).seconds, allreduce_time(across, count, p).seconds);
+}
+
 TEST(ParameterServer, HashemiTotals) {
   const Profile p = test_profile(1, 1e-5, 1e9);
   const std::int64_t params = 1000000;

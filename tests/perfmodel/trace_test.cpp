@@ -11,9 +11,8 @@
 #include "nn/models/models.h"
 #include "perfmodel/predicted_trace.h"
 #include "perfmodel_test_util.h"
-#include "train/trace_recorder.h"
-
 #include "support/command.h"
+#include "train/trace_recorder.h"
 
 namespace dtrain {
 namespace {
@@ -120,8 +119,8 @@ TEST(Trace, RecorderSeesLayersBucketsAndTheWindowOfSteps) {
 using dtrain::test_support::CommandResult;
 
 CommandResult dtrain(const std::string& args) {
-  return dtrain::test_support::run_command(std::string("DTRAIN_PROFILES=") + DTRAIN_PROFILES_DIR + " " + DTRAIN_BINARY + " " +
-                                      args);
+  return dtrain::test_support::run_command(std::string("DTRAIN_PROFILES=") + DTRAIN_PROFILES_DIR + " " + DTRAIN_BINARY +
+                                           " " + args);
 }
 
 bool has_fashion_mnist() {
