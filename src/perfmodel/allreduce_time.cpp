@@ -25,6 +25,28 @@ AllreduceTime time_on(comm::Algorithm a, int p, std::size_t count, DType dtype, 
   return t;
 }
 
+// Same-host beta from the exchange ladder (profile.h) at the slowest rank's beta bytes B (its
+// cost with beta = 1 s/byte and nothing else). With several pairs calibrated side by side, the
+// ranks the algorithm keeps busy are b = sum over ranks of B_r / B (every rank for the ring and
+// the butterfly, about two for one-to-all, whose leaves wait while the root works); the time per
+// byte is read from the one-pair ladder at b = 2, from the all-pairs one at b = 2 * pairs, and
+// linearly between.
+double ladder_seconds_per_byte(const ExchangeLadder& ladder, const AllreducePlan& plan, int p, std::size_t count,
+                               double slope_beta) {
+  const double moved = slowest_rank_seconds(plan.algorithm, p, count, plan.dtype, {0, 1, 0}, plan.chunk_bytes);
+  if (moved <= 0) return slope_beta;
+  const double all_pairs = interpolate_points(ladder.points, moved);
+  if (ladder.pairs <= 1 || ladder.one_pair.empty()) return all_pairs / moved;
+  double busy = 0;
+  for (int r = 0; r < p; ++r) {
+    busy +=
+        static_cast<double>(comm::allreduce_cost(plan.algorithm, p, r, count, plan.dtype, plan.chunk_bytes).beta_bytes);
+  }
+  busy /= moved;
+  const double w = std::clamp((busy - 2) / (2.0 * ladder.pairs - 2), 0.0, 1.0);
+  return ((1 - w) * interpolate_points(ladder.one_pair, moved) + w * all_pairs) / moved;
+}
+
 }  // namespace
 
 double interpolate_measured(const MpiAllreduceProfile& m, double bytes) { return interpolate_points(m.points, bytes); }
@@ -80,11 +102,8 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
   const DeviceProfile& dev = profile.device;
   if (p <= k) {
     comm::AlphaBetaGamma m = abg(profile.node.intra_link, dev, 1);
-    if (const auto& ladder = profile.node.intra_link.exchange_ladder) {
-      // The slowest rank's beta bytes: its cost with beta = 1 s/byte and nothing else.
-      const double moved = slowest_rank_seconds(plan.algorithm, p, count, plan.dtype, {0, 1, 0}, plan.chunk_bytes);
-      if (moved > 0) m.beta = interpolate_points(ladder->points, moved) / moved;
-    }
+    if (const auto& ladder = profile.node.intra_link.exchange_ladder)
+      m.beta = ladder_seconds_per_byte(*ladder, plan, p, count, m.beta);
     return time_on(plan.algorithm, p, count, plan.dtype, m, plan.chunk_bytes);
   }
   if (!profile.network) {

@@ -129,6 +129,21 @@ class Pairs {
   std::vector<std::byte> send_, recv_;
 };
 
+// Seconds of one exchange of 64 KiB x 4^k up to `largest` bytes above a 64-byte one. Rounds as
+// for the slope, scaled to each size's expected time (`largest_seconds` for the largest), 7 to
+// 200; a non-positive median (noise at a small size) falls back to the slope's `bandwidth`.
+std::vector<std::pair<std::size_t, double>> measure_ladder(Pairs& pairs, std::size_t largest, double largest_seconds,
+                                                           double bandwidth, double min_seconds) {
+  std::vector<std::pair<std::size_t, double>> out;
+  for (std::size_t size = kLadderFirstBytes; size <= largest; size *= 4) {
+    const double expected = largest_seconds * static_cast<double>(size) / static_cast<double>(largest);
+    const int rounds = std::clamp(static_cast<int>(min_seconds / std::max(expected, 1e-6)), 7, 200);
+    const double extra = pairs.extra_seconds(kSmallBytes, size, true, rounds);
+    out.emplace_back(size, extra > 0 ? extra : static_cast<double>(size) / bandwidth);
+  }
+  return out;
+}
+
 LinkMeasurement measure_link(comm::Communicator& c, const std::vector<int>& partner, double min_seconds,
                              std::string how, bool ladder) {
   Pairs pairs(c, partner);
@@ -161,13 +176,15 @@ LinkMeasurement measure_link(comm::Communicator& c, const std::vector<int>& part
   const double extra_one_way = pairs.extra_seconds(from, n, false, rounds) / 2;
   m.one_way_bandwidth = extra_one_way > 0 ? static_cast<double>(n - from) / extra_one_way : m.bandwidth;
   if (ladder) {
-    // Rounds as for the slope, scaled to each size's expected time (from the largest one's),
-    // 7 to 200; a non-positive median (noise at a small size) falls back to the slope's rate.
-    for (std::size_t size = kLadderFirstBytes; size <= n; size *= 4) {
-      const double expected = big * static_cast<double>(size) / static_cast<double>(n);
-      const int size_rounds = std::clamp(static_cast<int>(min_seconds / std::max(expected, 1e-6)), 7, 200);
-      const double extra_size = pairs.extra_seconds(kSmallBytes, size, true, size_rounds);
-      m.ladder.emplace_back(size, extra_size > 0 ? extra_size : static_cast<double>(size) / m.bandwidth);
+    m.ladder = measure_ladder(pairs, n, big, m.bandwidth, min_seconds);
+    if (m.pairs > 1) {
+      std::vector<int> first(partner.size(), -1);
+      const auto a = static_cast<std::size_t>(
+          std::find_if(partner.begin(), partner.end(), [](int x) { return x >= 0; }) - partner.begin());
+      first[a] = partner[a];
+      first[static_cast<std::size_t>(partner[a])] = static_cast<int>(a);
+      Pairs alone(c, first);
+      m.ladder_one_pair = measure_ladder(alone, n, big, m.bandwidth, min_seconds);
     }
   }
   return m;

@@ -18,7 +18,8 @@
 //   ladder       on one host: the time of one simultaneous exchange above a 64-byte one (the
 //                median over paired rounds, as the slope) at 64 KiB x 4^k up to the slope's
 //                largest size, since copies that stay in the caches cost less per byte than the
-//                slope's (profile.h: ExchangeLadder);
+//                slope's (profile.h: ExchangeLadder); with more than one pair on the host, also
+//                with the first pair alone while the other ranks wait;
 //   one way      the slope of ping-pongs of the same two sizes (half a round trip each), for the
 //                collectives that move data one direction at a time (a broadcast; every allreduce,
 //                tree and one-to-all included, pipelines both directions and pays beta);
@@ -51,8 +52,9 @@ struct LinkMeasurement {
   std::size_t bytes = 0;         // the largest exchange of the slope
   int pairs = 0;                 // pairs measured side by side
   std::string how;               // "2 pairs side by side", "rank 0 with itself", ...
-  // (bytes, seconds above a 64-byte exchange); measured on the same-host link only.
-  std::vector<std::pair<std::size_t, double>> ladder;
+  // (bytes, seconds above a 64-byte exchange); measured on the same-host link only: with all
+  // pairs side by side, and (more than one pair) with the first pair alone.
+  std::vector<std::pair<std::size_t, double>> ladder, ladder_one_pair;
 };
 
 struct TransportCalibration {

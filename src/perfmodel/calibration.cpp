@@ -161,6 +161,9 @@ Profile calibrated_profile(const Calibration& c) {
     if (!same.ladder.empty()) {
       ExchangeLadder ladder;
       for (const auto& [bytes, seconds] : same.ladder) ladder.points.emplace_back(static_cast<double>(bytes), seconds);
+      for (const auto& [bytes, seconds] : same.ladder_one_pair)
+        ladder.one_pair.emplace_back(static_cast<double>(bytes), seconds);
+      ladder.pairs = ladder.one_pair.empty() ? 1 : same.pairs;
       ladder.source = origin + "; " + how +
                       "one simultaneous exchange of each size above a 64-byte one, the median over paired rounds";
       n.intra_link.exchange_ladder = ladder;
@@ -236,13 +239,16 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
     s += fmt::format("  {:<15} alpha {}, bandwidth {} ({} one way) ({})\n",
                      l == &c.transport.same_host ? "same host" : "across hosts", format_seconds(l->latency),
                      gbps(l->bandwidth), gbps(l->one_way_bandwidth), l->how);
-    if (!l->ladder.empty()) {
-      s += "  exchange ladder";
-      for (const auto& [bytes, seconds] : l->ladder)
+    const auto ladder_line = [&s](const char* title, const std::vector<std::pair<std::size_t, double>>& ladder) {
+      if (ladder.empty()) return;
+      s += title;
+      for (const auto& [bytes, seconds] : ladder)
         s += fmt::format(" {} KiB {} ({})", bytes >> 10, format_seconds(seconds),
                          gbps(static_cast<double>(bytes) / seconds));
       s += "\n";
-    }
+    };
+    ladder_line("  exchange ladder", l->ladder);
+    ladder_line("    one pair     ", l->ladder_one_pair);
   }
   if (!c.transport.mpi_allreduce.empty()) {
     s += "  MPI_Allreduce  ";

@@ -43,9 +43,16 @@ std::size_t compute_kind_index(std::string_view layer_kind);
 // times faster than the slope of the largest sizes (this VM: a 4 MiB MPI_Allreduce 0.39 ms, a
 // 16 MiB one 3.8 ms). The model then charges beta at the bytes an allreduce moves
 // (allreduce_time.h) instead of the slope.
+//
+// With more than one pair on a host, `points` are measured with all `pairs` pairs exchanging side
+// by side and `one_pair` with one pair while the host's other ranks wait: ranks that share cores
+// copy faster when the others idle, as the leaves of a tree or one-to-all do while its root works.
+// The model reads between the two by how many ranks the algorithm keeps busy (allreduce_time.h).
 struct ExchangeLadder {
   std::vector<std::pair<double, double>> points;  // (bytes, seconds), bytes ascending
   std::string source;
+  int pairs = 1;                                    // pairs side by side in `points`
+  std::vector<std::pair<double, double>> one_pair;  // empty where pairs == 1
 };
 
 struct LinkProfile {

@@ -104,8 +104,15 @@ class Reader {
     if (j.contains("exchange_ladder")) {
       const std::string w = where + ".exchange_ladder";
       const json& x = j["exchange_ladder"];
-      fields(x, w, {"points", "source"});
-      l.exchange_ladder = ExchangeLadder{points(x["points"], w + ".points"), text(x["source"], w + ".source")};
+      fields(x, w, {"points", "source"}, {"pairs", "one_pair_points"});
+      ExchangeLadder ladder{points(x["points"], w + ".points"), text(x["source"], w + ".source"), 1, {}};
+      if (x.contains("pairs")) ladder.pairs = integer(x["pairs"], w + ".pairs", 1, 1 << 20);
+      if (x.contains("one_pair_points")) ladder.one_pair = points(x["one_pair_points"], w + ".one_pair_points");
+      if (ladder.pairs > 1 && ladder.one_pair.empty()) {
+        fail(fmt::format("'{}' has {} pairs side by side but no 'one_pair_points' (the same sizes with one pair)", w,
+                         ladder.pairs));
+      }
+      l.exchange_ladder = ladder;
     }
     return l;
   }
@@ -211,8 +218,15 @@ json points_json(const std::vector<std::pair<double, double>>& points) {
 json link_json(const LinkProfile& l) {
   json j = {{"name", l.name}, {"latency", quantity_json(l.latency)}, {"bandwidth", quantity_json(l.bandwidth)}};
   if (l.one_way_bandwidth) j["one_way_bandwidth"] = quantity_json(*l.one_way_bandwidth);
-  if (l.exchange_ladder)
-    j["exchange_ladder"] = {{"points", points_json(l.exchange_ladder->points)}, {"source", l.exchange_ladder->source}};
+  if (l.exchange_ladder) {
+    const ExchangeLadder& x = *l.exchange_ladder;
+    json ladder = {{"points", points_json(x.points)}, {"source", x.source}};
+    if (x.pairs > 1) {
+      ladder["pairs"] = x.pairs;
+      ladder["one_pair_points"] = points_json(x.one_pair);
+    }
+    j["exchange_ladder"] = ladder;
+  }
   return j;
 }
 

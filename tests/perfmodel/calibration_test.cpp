@@ -102,8 +102,9 @@ Calibration synthetic_calibration() {
                            1 << 20,
                            2,
                            "2 same-host pair(s) side by side",
-                           {{64 << 10, 8e-6}, {256 << 10, 2.5e-5}, {1 << 20, 1.5e-4}}};
-  c.transport.across_hosts = {true, 3e-5, 1.2e7, 1.5e7, 1 << 20, 1, "ranks 0 and 2", {}};
+                           {{64 << 10, 8e-6}, {256 << 10, 2.5e-5}, {1 << 20, 1.5e-4}},
+                           {{64 << 10, 6e-6}, {256 << 10, 2e-5}, {1 << 20, 1e-4}}};
+  c.transport.across_hosts = {true, 3e-5, 1.2e7, 1.5e7, 1 << 20, 1, "ranks 0 and 2", {}, {}};
   c.overlap = {true, 0.6, 0.3, 1e-3, "test"};
   c.device.step_seconds = {0.10, 0.11, 0.10, 0.12};
   c.device.step_variation = 0.03;
@@ -138,6 +139,9 @@ TEST(Calibrate, ProfileOfAMultiHostCalibrationHasEveryPart) {
   EXPECT_DOUBLE_EQ(ladder[1].first, 256 << 10);
   EXPECT_DOUBLE_EQ(ladder[1].second, 2.5e-5);
   EXPECT_NE(back.node->intra_link.exchange_ladder->source.find("calibrated on"), std::string::npos);
+  EXPECT_EQ(back.node->intra_link.exchange_ladder->pairs, 2);  // and the first pair alone:
+  ASSERT_EQ(back.node->intra_link.exchange_ladder->one_pair.size(), 3u);
+  EXPECT_DOUBLE_EQ(back.node->intra_link.exchange_ladder->one_pair[2].second, 1e-4);
   EXPECT_FALSE(back.network->exchange_ladder.has_value());
   EXPECT_DOUBLE_EQ(back.device->variation(), 0.03);
   expect_calibrated(*back.device->step_variation, "step variation");
@@ -146,6 +150,7 @@ TEST(Calibrate, ProfileOfAMultiHostCalibrationHasEveryPart) {
   EXPECT_NE(text.find("across hosts"), std::string::npos) << text;
   EXPECT_NE(text.find("overlap"), std::string::npos) << text;
   EXPECT_NE(text.find("exchange ladder 64 KiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("one pair      64 KiB"), std::string::npos) << text;
   EXPECT_NE(text.find("step variation  3.0% (standard deviation / mean of 4 compute steps"), std::string::npos) << text;
 }
 

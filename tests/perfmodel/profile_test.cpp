@@ -269,6 +269,15 @@ TEST(Profile, MpiAllreduceTimesAreOptionalAscendingAndPositive) {
   bad = laddered;
   bad["node"]["intra_link"]["exchange_ladder"].erase("source");
   expect_contains(error_of(bad), "'node.intra_link.exchange_ladder' is missing source");
+  bad = laddered;
+  bad["node"]["intra_link"]["exchange_ladder"]["pairs"] = 2;
+  expect_contains(error_of(bad), "has 2 pairs side by side but no 'one_pair_points'");
+  json two = laddered;
+  two["node"]["intra_link"]["exchange_ladder"]["pairs"] = 2;
+  two["node"]["intra_link"]["exchange_ladder"]["one_pair_points"] = {{{"bytes", 65536}, {"seconds", 5e-6}}};
+  ASSERT_EQ(error_of(two), "");
+  p.node = *parse_profile_fragment(two, "test.json").node;
+  EXPECT_EQ(profile_to_json(p)["node"]["intra_link"]["exchange_ladder"], two["node"]["intra_link"]["exchange_ladder"]);
 }
 
 TEST(Profile, UnknownHardwareListsWhatIsValid) {

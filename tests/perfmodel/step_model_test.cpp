@@ -316,7 +316,7 @@ TEST(AllreduceTime, SameHostBetaComesFromTheExchangeLadderAtTheBytesMoved) {
   Profile p = test_profile(4);  // intra-node link: alpha 1e-7, 1e10 bytes/s
   Profile laddered = p;
   // Half the slope's time per byte up to 1 MB, the slope's own at 4 MB.
-  laddered.node.intra_link.exchange_ladder = ExchangeLadder{{{1e6, 0.5e6 / 1e10}, {4e6, 4e6 / 1e10}}, "test"};
+  laddered.node.intra_link.exchange_ladder = ExchangeLadder{{{1e6, 0.5e6 / 1e10}, {4e6, 4e6 / 1e10}}, "test", 1, {}};
   const std::size_t count = 250000;  // 1 MB of f32
   for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kButterfly, Algorithm::kOneToAll}) {
     for (int workers : {2, 4}) {
@@ -343,6 +343,36 @@ TEST(AllreduceTime, SameHostBetaComesFromTheExchangeLadderAtTheBytesMoved) {
   // Across nodes the network's slope stays (no ladder there).
   AllreducePlan across{Algorithm::kRing, 8};
   EXPECT_DOUBLE_EQ(allreduce_time(across, count, laddered).seconds, allreduce_time(across, count, p).seconds);
+}
+
+TEST(AllreduceTime, OnePairLadderForTheRanksAnAlgorithmKeepsBusy) {
+  // 4 ranks on a host calibrated as 2 pairs side by side (1e10 bytes/s per pair) and as one pair
+  // alone (2e10). The ring and the butterfly keep all four busy: the side-by-side ladder. One-to-all
+  // on 4: the root moves 3n while each leaf moves n, so 2 ranks are busy on average: one pair's.
+  // The pipelined tree (root 2n, middle rank 2n, leaves n): 3 ranks, halfway.
+  Profile p = test_profile(4);
+  ExchangeLadder ladder{{{1e5, 1e5 / 1e10}, {1e8, 1e8 / 1e10}}, "test", 2, {{1e5, 1e5 / 2e10}, {1e8, 1e8 / 2e10}}};
+  p.node.intra_link.exchange_ladder = ladder;
+  const std::size_t count = 1 << 20;  // 4 MiB: several chunks, so the tree pipelines
+  auto beta_of = [&](Algorithm a) {
+    const AllreducePlan plan{a, 4};
+    // Solve the time for beta: the cost is linear in it.
+    const double t = allreduce_time(plan, count, p).seconds;
+    const double base = slowest_rank_seconds(a, 4, count, DType::kF32, {1e-7, 0, 1e-12}, comm::kDefaultChunkBytes);
+    const double moved = slowest_rank_seconds(a, 4, count, DType::kF32, {0, 1, 0}, comm::kDefaultChunkBytes);
+    return (t - base) / moved;
+  };
+  EXPECT_NEAR(beta_of(Algorithm::kRing), 1e-10, 1e-14);
+  EXPECT_NEAR(beta_of(Algorithm::kButterfly), 1e-10, 1e-14);
+  EXPECT_NEAR(beta_of(Algorithm::kOneToAll), 0.5e-10, 1e-14);
+  const double tree = beta_of(Algorithm::kTree);
+  EXPECT_GT(tree, 0.6e-10);
+  EXPECT_LT(tree, 0.9e-10);
+  // Two workers on this host: one pair's ladder.
+  EXPECT_NEAR(
+      allreduce_time({Algorithm::kRing, 2}, count, p).seconds,
+      slowest_rank_seconds(Algorithm::kRing, 2, count, DType::kF32, {1e-7, 0.5e-10, 1e-12}, comm::kDefaultChunkBytes),
+      1e-12);
 }
 
 TEST(ParameterServer, HashemiTotals) {
