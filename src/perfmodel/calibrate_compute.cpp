@@ -23,6 +23,7 @@
 #include "perfmodel/layer_cost.h"
 #include "perfmodel/layer_trace.h"
 #include "perfmodel/straggler.h"
+#include "perfmodel/timing_stats.h"
 
 namespace dtrain::perf {
 namespace {
@@ -157,21 +158,36 @@ double disk_read_rate(const std::string& dir_option) {
 // shapes borrowed from the defaults for kinds they lack), timed one by one after one warm-up step.
 // A step as long as the models' own keeps the variation at the time scale of the runs predicted:
 // time-slicing and interrupts average out over long steps and not over short ones.
-std::vector<double> time_steps(LayerBench& bench, double min_seconds) {
+struct StepTimes {
+  std::vector<double> steps, copies;
+};
+
+// The compute steps, each followed by a gradient copy of `gradient_bytes` (calibrate_compute.h).
+StepTimes time_steps(LayerBench& bench, std::size_t gradient_bytes, double min_seconds) {
   const auto step = [&bench] {
     for (std::size_t i = 0; i < bench.layers().size(); ++i) {
       if (bench.of_chosen_model(i)) bench.run(i);
     }
   };
+  const std::size_t count = gradient_bytes / sizeof(float);
+  std::vector<float> gradient(count, 1.0f), bucket(count, 0.0f);
+  float value = 1.0f;
   step();
-  std::vector<double> seconds;
+  StepTimes t;
   const Stopwatch total;
-  while (seconds.size() < kMinSteps || (total.seconds() < kStepSeconds * min_seconds && seconds.size() < kMaxSteps)) {
+  while (t.steps.size() < kMinSteps || (total.seconds() < kStepSeconds * min_seconds && t.steps.size() < kMaxSteps)) {
     const Stopwatch sw;
     step();
-    seconds.push_back(sw.seconds());
+    t.steps.push_back(sw.seconds());
+    value = value == 1.0f ? 2.0f : 1.0f;
+    std::fill(gradient.begin(), gradient.end(), value);
+    const Stopwatch copy;
+    for (std::size_t i = 0; i < count; ++i) bucket[i] = 0.5f * gradient[i];  // as GradientBuckets::add
+    t.copies.push_back(copy.seconds());
   }
-  return seconds;
+  volatile float sink = bucket[count / 2];
+  (void)sink;
+  return t;
 }
 
 double update_seconds(Module& model, double min_seconds) {
@@ -316,7 +332,12 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
     d.shapes[k] = static_cast<int>(per_kind[k].size());
   }
   sync(o);
-  d.step_seconds = time_steps(bench, o.min_seconds);
+  std::int64_t largest = 0;
+  for (const auto& m : bench.models()) largest = std::max(largest, m->num_parameters());
+  d.gradient_bytes = std::clamp<std::size_t>(static_cast<std::size_t>(largest) * sizeof(float), 64 << 10, 256 << 20);
+  const StepTimes steps = time_steps(bench, d.gradient_bytes, o.min_seconds);
+  d.step_seconds = steps.steps;
+  d.gradient_copy = static_cast<double>(d.gradient_bytes) / median(steps.copies);
   d.step_variation = robust_variation(d.step_seconds);
   double params = 0, update = 0;
   for (const auto& m : bench.models()) {

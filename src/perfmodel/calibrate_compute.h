@@ -19,6 +19,10 @@
 //                              steps) timed one by one: the robust coefficient of
 //                              variation of their times (straggler.h: robust_variation), which
 //                              calibration.h combines over ranks;
+//   gradient copy              after each of those steps, the largest chosen model's gradient
+//                              bytes written (as backward writes a gradient) and then copied,
+//                              timed, into a second buffer (its bucket, last touched a step
+//                              ago): the median copy's bytes per second;
 //   update                     the optimizer step (momentum SGD, as `dtrain train` defaults to)
 //                              on each representative model's parameters: parameters / second;
 //   disk_read                  a file of 64 MiB written, synced, dropped from the page cache
@@ -67,6 +71,8 @@ struct DeviceCalibration {
   std::vector<ShapeTiming> timings;
   std::vector<double> step_seconds;  // the timed compute steps, in order
   double step_variation = 0;         // robust std / median of step_seconds
+  std::size_t gradient_bytes = 0;    // the gradient copy's size
+  double gradient_copy = 0;          // bytes/s
 };
 
 // The module (or functional op) of a layer, built alone; empty for kinds the benchmark does not

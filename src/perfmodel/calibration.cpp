@@ -88,7 +88,7 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   // The step variation: each rank's median step and robust variance (straggler.h).
   const double mid = median(mine.step_seconds);
   const double sigma = mine.step_variation * mid;
-  v.insert(v.end(), {mid, mid * mid, sigma * sigma});
+  v.insert(v.end(), {mid, mid * mid, sigma * sigma, 1 / mine.gradient_copy});
   const std::vector<double> sum = sum_over_ranks(worker, v);
   const double p = c.ranks;
   c.device = mine;
@@ -97,6 +97,7 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   c.device.update = p / sum[2];
   for (std::size_t k = 0; k < kComputeKinds.size(); ++k) c.device.compute[k] = p / sum[3 + k];
   c.device.disk_read = sum[3 + kComputeKinds.size()];
+  c.device.gradient_copy = p / sum.back();
   const std::size_t at = 4 + kComputeKinds.size();
   const double mean_median = sum[at] / p;
   const double between = p > 1 ? std::max(0.0, (sum[at + 1] - p * mean_median * mean_median) / (p - 1)) : 0.0;
@@ -140,6 +141,12 @@ Profile calibrated_profile(const Calibration& c) {
                     "at batch {}): interquartile range / 1.349 / median, combined with the spread of the {} rank(s)' "
                     "medians; {}",
                     c.device.step_seconds.size(), models, c.options.device.batch, c.ranks, layout));
+  if (c.device.gradient_copy > 0) {
+    d.gradient_copy = q(c.device.gradient_copy,
+                        fmt::format("{} KiB (the largest of {}'s gradients) written, then copied into a second buffer "
+                                    "after each compute step, median copy; {}",
+                                    c.device.gradient_bytes >> 10, models, layout));
+  }
   d.reduce = q(c.transport.reduce > 0 ? c.transport.reduce : c.device.memory_read / 3,
                c.transport.reduce > 0 ? fmt::format("comm::reduce_sum of 4 MiB f32; {}", layout)
                                       : "one process: no reduction between ranks; a third of the memory read rate");
@@ -222,6 +229,10 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
                      c.device.shapes[k]);
   }
   s += fmt::format("  update          {:.0f} M parameters/s\n", c.device.update / 1e6);
+  if (c.device.gradient_copy > 0) {
+    s += fmt::format("  gradient copy   {} ({} KiB into its bucket after each compute step)\n",
+                     gbps(c.device.gradient_copy), c.device.gradient_bytes >> 10);
+  }
   if (!c.device.step_seconds.empty()) {
     s += fmt::format("  step variation  {:.1f}% (standard deviation / mean of {} compute steps of about {} per rank)\n",
                      100 * c.device.step_variation, c.device.step_seconds.size(),

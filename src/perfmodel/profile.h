@@ -82,6 +82,16 @@ struct DeviceProfile {
   // identical workers.
   std::optional<Quantity> step_variation;
   double variation() const { return step_variation ? step_variation->value : 0; }
+  // Bytes per second of a gradient copied into its bucket (each byte read once and written once)
+  // the way a data-parallel step copies it: from a gradient just written into a bucket last
+  // touched a step ago. Slower than the streaming rates suggest (mlp on this VM: 28-49 GB/s, where
+  // memory_read and memory_write sum to 92). Optional in the schema (dtrain calibrate measures
+  // it); absent: a read at memory_read plus a write at memory_write.
+  std::optional<Quantity> gradient_copy;
+  // Seconds to copy one f32 gradient element into its bucket.
+  double gradient_copy_seconds() const {
+    return gradient_copy ? 4.0 / gradient_copy->value : 4.0 / memory_read.value + 4.0 / memory_write.value;
+  }
 };
 
 // How much of its speed each of a worker's two threads keeps while the other one is busy: on a

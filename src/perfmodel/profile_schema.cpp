@@ -119,7 +119,7 @@ class Reader {
 
   DeviceProfile device(const json& j) const {
     fields(j, "device", {"name", "compute", "memory_read", "memory_write", "update", "reduce"},
-           {"nvlink", "step_variation"});
+           {"nvlink", "step_variation", "gradient_copy"});
     DeviceProfile d;
     d.name = text(j["name"], "device.name");
     if (j.contains("nvlink")) d.nvlink = text(j["nvlink"], "device.nvlink");
@@ -139,6 +139,10 @@ class Reader {
         fail(fmt::format("'device.step_variation' is {}; it must be in [0, 1) ({}, e.g. 0.02 for 2%)",
                          d.step_variation->value, what));
       }
+    }
+    if (j.contains("gradient_copy")) {
+      d.gradient_copy = quantity(j["gradient_copy"], "device.gradient_copy", false,
+                                 "bytes per second of a gradient copied into its bucket");
     }
     return d;
   }
@@ -299,6 +303,7 @@ json profile_to_json(const Profile& p) {
                  {"reduce", quantity_json(p.device.reduce)}};
   if (!p.device.nvlink.empty()) device["nvlink"] = p.device.nvlink;
   if (p.device.step_variation) device["step_variation"] = quantity_json(*p.device.step_variation);
+  if (p.device.gradient_copy) device["gradient_copy"] = quantity_json(*p.device.gradient_copy);
   json node = {{"accelerators", p.node.accelerators},
                {"intra_link", link_json(p.node.intra_link)},
                {"disk_read", quantity_json(p.node.disk_read)}};

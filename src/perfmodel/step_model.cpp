@@ -177,7 +177,7 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   // Item of the last backward that makes each parameter's gradient final.
   std::vector<std::size_t> final_item(w.params.size(), sim.items.empty() ? 0 : sim.items.size() - 1);
   double copies = 0;
-  const double copy_rate = 4.0 / d.memory_read.value + 4.0 / d.memory_write.value;  // s per element
+  const double copy_rate = d.gradient_copy_seconds();  // s per element
   for (std::size_t i = 0; i < layers; ++i) {
     const std::size_t it = sim.items.size() - 1 - i;  // layer i's backward in the last micro-batch
     for (std::size_t q : owned[i]) {

@@ -53,6 +53,8 @@ def same_host(dtrain):
         # ran at once (one CPU, or both busy, e.g. with tests running beside this one).
         rt = p["node"].get("core_round_trip")
         assert rt is None or (1e-9 < rt["value"] < 20e-6 and "samples" in rt["source"]), rt
+        copy = p["device"]["gradient_copy"]
+        assert calibrated(copy) and "copied into a second buffer" in copy["source"], copy
         variation = p["device"]["step_variation"]
         assert 0 <= variation["value"] < 1 and "compute steps per rank" in variation["source"], variation
         pred = json.loads(run([dtrain, "predict", "--model", "lenet", "--dataset", "fashion-mnist", "--workers", "2",

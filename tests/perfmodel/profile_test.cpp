@@ -167,6 +167,24 @@ TEST(Profile, NegativeZeroAndMistypedValuesAreRejected) {
   expect_contains(error_of(j), "this dtrain reads schema version 1");
 }
 
+TEST(Profile, GradientCopyIsOptionalAndPositive) {
+  json j = valid_device_file();
+  const ProfileFragment without = parse_profile_fragment(j, "test.json");
+  EXPECT_FALSE(without.device->gradient_copy.has_value());
+  // Absent: a read and a write at the streaming rates.
+  EXPECT_DOUBLE_EQ(without.device->gradient_copy_seconds(),
+                   4 / without.device->memory_read.value + 4 / without.device->memory_write.value);
+  j["device"]["gradient_copy"] = {{"value", 2e10}, {"source", "measured"}};
+  const ProfileFragment with = parse_profile_fragment(j, "test.json");
+  EXPECT_DOUBLE_EQ(with.device->gradient_copy_seconds(), 4 / 2e10);
+  Profile p;
+  p.device = *with.device;
+  p.node = *with.node;
+  EXPECT_EQ(profile_to_json(p)["device"]["gradient_copy"], j["device"]["gradient_copy"]);
+  j["device"]["gradient_copy"]["value"] = 0;
+  expect_contains(error_of(j), "'device.gradient_copy.value' is 0; it must be > 0");
+}
+
 TEST(Profile, StepVariationIsOptionalAndAFraction) {
   // Absent (files written before the field existed): 0, identical workers.
   json j = valid_device_file();

@@ -88,6 +88,21 @@ TEST(StepModel, WithoutOverlapCommIsTheSumOfTheBucketsAllreduces) {
   }
 }
 
+TEST(StepModel, GradientCopiesIntoBucketsAtTheCalibratedRate) {
+  const Workload w = params_first(12, 100000);
+  RunConfig c;
+  c.workers = 2;
+  Profile fast = test_profile(8, 1e-6, 1e9, 1e12, 1e12);  // copies at memory rates: 0.8 ms for 1.2 M
+  Profile slow = fast;
+  slow.device.gradient_copy = testing::q(1e9);  // 4.8 ms for the 4.8 MB of gradients
+  const StepPrediction a = predict_step(w, fast, c), b = predict_step(w, slow, c);
+  const double params = 12 * 100000;
+  EXPECT_NEAR(b.compute - a.compute, params * (4 / 1e9 - (4 / 1e12 + 4 / 1e12)), 1e-9);
+  // One worker copies nothing.
+  c.workers = 1;
+  EXPECT_DOUBLE_EQ(predict_step(w, slow, c).compute, predict_step(w, fast, c).compute);
+}
+
 TEST(StepModel, ChunkFollowsTheLayoutAsTheCommunicatorChoosesIt) {
   // As comm/hosts.h: 1 MiB messages within a node, 32 KiB once the workers span nodes; a chunk
   // the run set (dtrain train --chunk-kb) is kept.
