@@ -196,7 +196,11 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
     const BucketLayout layout = plan_buckets(numels, c.bucket_bytes);
     const bool half = c.comm_dtype != DType::kF32;
     // Scale (read, write f32), finite check (read f32); f16/bf16 casts each way (4 + 2 bytes).
-    const double local_rate = (half ? 14.0 : 8.0) / d.memory_read.value + (half ? 10.0 : 4.0) / d.memory_write.value;
+    // These passes over a bucket run as its copy does (a buffer a step old), so with a calibrated
+    // gradient copy each byte they read or write costs half a copied byte.
+    const double reads = half ? 14.0 : 8.0, writes = half ? 10.0 : 4.0;
+    const double local_rate = d.gradient_copy ? (reads + writes) / (2 * d.gradient_copy->value)
+                                              : reads / d.memory_read.value + writes / d.memory_write.value;
     const AllreducePlan ar{c.algorithm, c.workers, c.hierarchical, c.comm_dtype, chunk_bytes_of(c, p)};
     std::map<std::int64_t, AllreduceTime> memo;  // buckets of equal size cost the same
     std::size_t released_by = 0;

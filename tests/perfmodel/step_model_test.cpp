@@ -98,6 +98,9 @@ TEST(StepModel, GradientCopiesIntoBucketsAtTheCalibratedRate) {
   const StepPrediction a = predict_step(w, fast, c), b = predict_step(w, slow, c);
   const double params = 12 * 100000;
   EXPECT_NEAR(b.compute - a.compute, params * (4 / 1e9 - (4 / 1e12 + 4 / 1e12)), 1e-9);
+  // The communication thread's passes over each bucket (scale: 4 bytes read and written; finite
+  // check: 4 read) at half a copied byte's time per byte touched.
+  EXPECT_NEAR(b.comm - a.comm, params * (12 / (2 * 1e9) - (8 / 1e12 + 4 / 1e12)), 1e-9);
   // One worker copies nothing.
   c.workers = 1;
   EXPECT_DOUBLE_EQ(predict_step(w, slow, c).compute, predict_step(w, fast, c).compute);
