@@ -17,7 +17,8 @@ absolute percentage error (targets: median <= 10%, maximum <= 25%).
 The cache-line round trip between two cores (`dtrain bench cores`) is the machine state that
 same-host transfers depend on; on a VM whose CPUs the hypervisor moves it switches between states
 several times apart within seconds. The calibration records it in the profile and every measured
-run records it at its start and end; a run on one host whose round trip is more than 2x from the
+run records it at its start, its end and (on one host) three times between, the ranks pausing for
+each sample; a run on one host any of whose round trips is more than 2x from the
 profile's ran in another state than the one its constants were measured in (across the emulated
 hosts the link's rate bounds the transfers, so those rows are not marked). Rows print both, and the
 summary gives the errors over all rows and over the runs made in the calibrated state.
@@ -141,8 +142,11 @@ def measure(a, lay, row, predicted):
         cmd += ["--allreduce", row["algorithm"], "--comm-dtype", row["dtype"], "--bucket-mb", str(a.bucket_mb)]
         if row["db"]:
             cmd.append("--double-buffering")
+        if lay.rate is None:  # the state through the run, not only at its ends (a pause per sample)
+            cmd += ["--probe-every", str(max(1, steps // 4))]
     f = bl.fields(bl.run(cmd, env=lay.env))
-    core = [float(x) * 1e-9 for x in str(f.get("core_rt_ns", "0,0")).split(",")]
+    samples = str(f.get("core_rt_samples_ns", f.get("core_rt_ns", "0,0")))
+    core = [float(x) * 1e-9 for x in samples.split(",") if x not in ("", "-")]
     return f["step_ms"] / 1e3, core
 
 

@@ -35,7 +35,13 @@ struct BenchTrainOptions {
   bool double_buffering = false;
   std::string chunk_kb = "auto";
   std::string gemm = "onednn";
+  int probe_every = 0;  // steps between samples of the core round trip (0: at the start and end only)
 };
+
+std::vector<double> scaled(std::vector<double> v, double factor) {
+  for (double& x : v) x *= factor;
+  return v;
+}
 
 int bench_train(const BenchTrainOptions& o) {
   set_num_threads(o.threads);
@@ -76,14 +82,33 @@ int bench_train(const BenchTrainOptions& o) {
   std::int64_t iteration = 0;
   PhaseTimes phases;
   for (int i = 0; i < o.warmup; ++i) updater->update(batch, iteration++);
-  const std::optional<double> core_rt_start = group.core_round_trip();
+  // The cache-line round trip (the machine state same-host transfers depend on) at the start, the
+  // end and every --probe-every steps: the probe needs both CPUs, so the ranks stop for it (every
+  // rank counts the same steps) and the pause is left out of the time.
+  std::vector<double> core_rt;
+  const auto probe = [&] {
+    if (const std::optional<double> rt = group.core_round_trip()) core_rt.push_back(*rt);
+  };
+  probe();
+  const std::size_t start_samples = core_rt.size();
   const ProcessStats before = process_stats();
-  Stopwatch sw;
-  for (int i = 0; i < o.steps; ++i) phases += updater->update(batch, iteration++).times;
-  updater->flush();
-  if (group.active()) group.worker->run([](comm::Communicator& c) { c.barrier(); });
-  const double seconds = sw.seconds();
-  const std::optional<double> core_rt_end = group.core_round_trip();
+  double seconds = 0;
+  for (int done = 0; done < o.steps;) {
+    const Stopwatch sw;
+    const int segment = o.probe_every > 0 ? std::min(o.probe_every, o.steps - done) : o.steps;
+    for (int i = 0; i < segment; ++i) phases += updater->update(batch, iteration++).times;
+    done += segment;
+    if (done == o.steps) {
+      updater->flush();
+      if (group.active()) group.worker->run([](comm::Communicator& c) { c.barrier(); });
+    }
+    seconds += sw.seconds();
+    if (done < o.steps) probe();
+  }
+  const double core_rt_start = start_samples > 0 ? core_rt.front() : 0;
+  const std::size_t before_end = core_rt.size();
+  probe();
+  const double core_rt_end = core_rt.size() > before_end ? core_rt.back() : 0;
   const ProcessStats after = process_stats();
   const AllocatorStats memory = cpu_allocator_stats();  // tensors: peak in use, and freed blocks kept for reuse
   if (group.rank != 0) return 0;
@@ -95,15 +120,15 @@ int bench_train(const BenchTrainOptions& o) {
       "dtrain model={} batch={} threads={} steps={} samples_per_s={:.1f} step_ms={:.3f} gflops={:.1f} "
       "peak_fraction={:.3f} train_mflop_per_sample={:.1f} peak_rss_mb={:.1f} minor_faults_per_step={:.1f} "
       "blas={} gemm={} ranks={} forward_ms={:.3f} backward_ms={:.3f} comm_ms={:.3f} update_ms={:.3f} "
-      "tensor_peak_mb={:.1f} tensor_cached_mb={:.1f} chunk_kb={} core_rt_ns={:.0f},{:.0f}\n",
+      "tensor_peak_mb={:.1f} tensor_cached_mb={:.1f} chunk_kb={} core_rt_ns={:.0f},{:.0f} core_rt_samples_ns={}\n",
       o.model, o.batch, o.threads, o.steps, samples_per_s, 1e3 * seconds / o.steps, gflops / group.size,
       gflops / group.size / peak, (cost.forward_flops + cost.backward_flops) / 1e6, after.peak_rss_mb,
       static_cast<double>(after.minor_faults - before.minor_faults) / o.steps, openblas_build(), o.gemm, group.size,
       1e3 * phases.forward / o.steps, 1e3 * phases.backward / o.steps, 1e3 * phases.comm / o.steps,
       1e3 * phases.update / o.steps, static_cast<double>(memory.peak_bytes_in_use) / (1 << 20),
       static_cast<double>(memory.bytes_cached) / (1 << 20),
-      group.active() ? group.comm->options().chunk_bytes >> 10 : 0, core_rt_start.value_or(0) * 1e9,
-      core_rt_end.value_or(0) * 1e9);
+      group.active() ? group.comm->options().chunk_bytes >> 10 : 0, core_rt_start * 1e9, core_rt_end * 1e9,
+      core_rt.empty() ? "-" : fmt::format("{:.0f}", fmt::join(scaled(core_rt, 1e9), ",")));
   return 0;
 }
 
@@ -134,6 +159,12 @@ Action register_bench(CLI::App& app) {
   train->add_option("--bucket-mb", o->bucket_mb, "Under mpirun: gradient bucket size in MiB")->capture_default_str();
   train->add_flag("--double-buffering", o->double_buffering, "Under mpirun: one-step-stale gradients");
   add_chunk_flag(*train, o->chunk_kb);
+  train
+      ->add_option("--probe-every", o->probe_every,
+                   "Also sample the cache-line round trip between two cores every N steps, pausing the ranks "
+                   "(left out of the time): the machine state through the run (0: at the start and end only)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
   train
       ->add_option("--gemm", o->gemm,
                    "Library of the linear layers' sgemm: onednn (AVX-512 here) or openblas (follows "

@@ -42,6 +42,25 @@ TEST(Cli, UnknownModelListsValidOnes) {
       << r.output;
 }
 
+TEST(Cli, BenchTrainSamplesTheMachineStateThroughTheRun) {
+  // 6 steps, a sample every 2: at the start, after steps 2 and 4, at the end (each absent where
+  // both CPUs stayed busy, as with tests running beside this one).
+  const CommandResult r = run("bench train --model mlp --steps 6 --warmup 1 --probe-every 2");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::size_t at = r.output.find("core_rt_samples_ns=");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  std::string samples = r.output.substr(at + 19);
+  samples = samples.substr(0, samples.find_first_of(" \n"));
+  if (samples == "-") GTEST_SKIP() << "no sample: both CPUs busy";
+  int count = 1;
+  for (char ch : samples) count += ch == ',' ? 1 : 0;
+  EXPECT_LE(count, 4) << samples;
+  EXPECT_GT(std::stod(samples), 0) << samples;
+  const CommandResult bad = run("bench train --model mlp --steps 2 --probe-every -1");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.output.find("--probe-every: Value -1 not in range 0 to 1000000"), std::string::npos) << bad.output;
+}
+
 TEST(Cli, BenchCoresSamplesTheRoundTripAndChecksItsCpus) {
   const CommandResult bad = run("bench cores --cpus 0,0");
   EXPECT_EQ(bad.status, 2);
