@@ -86,11 +86,12 @@ int bench_train(const BenchTrainOptions& o) {
   // end and every --probe-every steps: the probe needs both CPUs, so the ranks stop for it (every
   // rank counts the same steps) and the pause is left out of the time.
   std::vector<double> core_rt;
-  const auto probe = [&] {
-    if (const std::optional<double> rt = group.core_round_trip()) core_rt.push_back(*rt);
+  const auto probe = [&] {  // seconds, 0 where the two CPUs never ran at once
+    const std::optional<double> rt = group.core_round_trip();
+    if (rt) core_rt.push_back(*rt);
+    return rt.value_or(0);
   };
-  probe();
-  const std::size_t start_samples = core_rt.size();
+  const double core_rt_start = probe();
   const ProcessStats before = process_stats();
   double seconds = 0;
   for (int done = 0; done < o.steps;) {
@@ -103,12 +104,9 @@ int bench_train(const BenchTrainOptions& o) {
       if (group.active()) group.worker->run([](comm::Communicator& c) { c.barrier(); });
     }
     seconds += sw.seconds();
-    if (done < o.steps) probe();
+    if (done < o.steps) (void)probe();
   }
-  const double core_rt_start = start_samples > 0 ? core_rt.front() : 0;
-  const std::size_t before_end = core_rt.size();
-  probe();
-  const double core_rt_end = core_rt.size() > before_end ? core_rt.back() : 0;
+  const double core_rt_end = probe();
   const ProcessStats after = process_stats();
   const AllocatorStats memory = cpu_allocator_stats();  // tensors: peak in use, and freed blocks kept for reuse
   if (group.rank != 0) return 0;

@@ -33,16 +33,17 @@ AllreduceTime time_on(comm::Algorithm a, int p, std::size_t count, DType dtype, 
 // linearly between.
 double ladder_seconds_per_byte(const ExchangeLadder& ladder, const AllreducePlan& plan, int p, std::size_t count,
                                double slope_beta) {
-  const double moved = slowest_rank_seconds(plan.algorithm, p, count, plan.dtype, {0, 1, 0}, plan.chunk_bytes);
+  double moved = 0, total = 0;  // the slowest rank's beta bytes, and all ranks'
+  for (int r = 0; r < p; ++r) {
+    const auto bytes =
+        static_cast<double>(comm::allreduce_cost(plan.algorithm, p, r, count, plan.dtype, plan.chunk_bytes).beta_bytes);
+    moved = std::max(moved, bytes);
+    total += bytes;
+  }
   if (moved <= 0) return slope_beta;
   const double all_pairs = interpolate_points(ladder.points, moved);
   if (ladder.pairs <= 1 || ladder.one_pair.empty()) return all_pairs / moved;
-  double busy = 0;
-  for (int r = 0; r < p; ++r) {
-    busy +=
-        static_cast<double>(comm::allreduce_cost(plan.algorithm, p, r, count, plan.dtype, plan.chunk_bytes).beta_bytes);
-  }
-  busy /= moved;
+  const double busy = total / moved;
   const double w = std::clamp((busy - 2) / (2.0 * ladder.pairs - 2), 0.0, 1.0);
   return ((1 - w) * interpolate_points(ladder.one_pair, moved) + w * all_pairs) / moved;
 }

@@ -178,11 +178,14 @@ LinkMeasurement measure_link(comm::Communicator& c, const std::vector<int>& part
   if (ladder) {
     m.ladder = measure_ladder(pairs, n, big, m.bandwidth, min_seconds);
     if (m.pairs > 1) {
-      std::vector<int> first(partner.size(), -1);
-      const auto a = static_cast<std::size_t>(
-          std::find_if(partner.begin(), partner.end(), [](int x) { return x >= 0; }) - partner.begin());
-      first[a] = partner[a];
-      first[static_cast<std::size_t>(partner[a])] = static_cast<int>(a);
+      std::vector<int> first(partner.size(), -1);  // the lowest rank with a partner, and that partner
+      for (std::size_t r = 0; r < partner.size(); ++r) {
+        if (partner[r] > static_cast<int>(r)) {
+          first[r] = partner[r];
+          first[static_cast<std::size_t>(partner[r])] = static_cast<int>(r);
+          break;
+        }
+      }
       Pairs alone(c, first);
       m.ladder_one_pair = measure_ladder(alone, n, big, m.bandwidth, min_seconds);
     }

@@ -19,6 +19,13 @@
 namespace dtrain::perf {
 namespace {
 
+// Measured (bytes, seconds) as the profile's points.
+std::vector<std::pair<double, double>> as_points(const std::vector<std::pair<std::size_t, double>>& measured) {
+  std::vector<std::pair<double, double>> out;
+  for (const auto& [bytes, seconds] : measured) out.emplace_back(static_cast<double>(bytes), seconds);
+  return out;
+}
+
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -167,9 +174,8 @@ Profile calibrated_profile(const Calibration& c) {
                     std::nullopt};
     if (!same.ladder.empty()) {
       ExchangeLadder ladder;
-      for (const auto& [bytes, seconds] : same.ladder) ladder.points.emplace_back(static_cast<double>(bytes), seconds);
-      for (const auto& [bytes, seconds] : same.ladder_one_pair)
-        ladder.one_pair.emplace_back(static_cast<double>(bytes), seconds);
+      ladder.points = as_points(same.ladder);
+      ladder.one_pair = as_points(same.ladder_one_pair);
       ladder.pairs = ladder.one_pair.empty() ? 1 : same.pairs;
       ladder.source = origin + "; " + how +
                       "one simultaneous exchange of each size above a 64-byte one, the median over paired rounds";
@@ -208,8 +214,7 @@ Profile calibrated_profile(const Calibration& c) {
   if (!c.transport.mpi_allreduce.empty()) {
     MpiAllreduceProfile m;
     m.workers = c.ranks;
-    for (const auto& [bytes, seconds] : c.transport.mpi_allreduce)
-      m.points.emplace_back(static_cast<double>(bytes), seconds);
+    m.points = as_points(c.transport.mpi_allreduce);
     m.source =
         origin + fmt::format(
                      "; MPI_Allreduce of f32 over the {} rank(s), median of 3 to 20 calls per size (1 past 0.2 s), "
