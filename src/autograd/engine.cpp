@@ -103,6 +103,9 @@ void Variable::backward(const Tensor& seed) {
         if (grads[i].defined()) accumulate(pending[e.node.get()], grads[i]);
       } else if (e.leaf) {
         if (grads[i].defined()) accumulate(e.leaf->grad, grads[i]);
+        // The leaf holds its gradient now; dropping this slot lets a hook see whether anything
+        // else (another edge, a pending sum, a view of grad_out) still shares the storage.
+        grads[i] = Tensor();
         if (--leaf_uses[e.leaf.get()].remaining == 0) fire_hooks(e.leaf);
       }
     }

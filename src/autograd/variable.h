@@ -65,7 +65,9 @@ class Variable {
   const std::shared_ptr<Node>& grad_fn() const { return impl_->grad_fn; }
   const std::shared_ptr<VariableImpl>& impl() const { return impl_; }
 
-  // Called during backward when this leaf's gradient for the pass is complete.
+  // Called during backward when this leaf's gradient for the pass is complete. The engine keeps
+  // no handle on the gradient by then: where grad().storage_unshared(), the hook may take the
+  // gradient over and write into it (parallel/buckets.h does).
   void add_grad_ready_hook(GradReadyHook hook);
   void clear_grad_ready_hooks() { impl_->grad_ready_hooks.clear(); }
 

@@ -30,6 +30,28 @@ bool all_finite(const float* x, std::size_t n) {
   return worst != kExponent;
 }
 
+// x *= scale over n floats and whether every result is finite, in one pass (as all_finite; the
+// product of a finite sum and grad_scale <= 1 is finite exactly when the sum is).
+bool scale_all_finite(float* x, std::size_t n, float scale) {
+  constexpr std::uint32_t kExponent = 0x7f800000u;
+  std::uint32_t worst = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = scale * x[i];
+    x[i] = v;
+    std::uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    worst = std::max(worst, bits & kExponent);
+  }
+  return worst != kExponent;
+}
+
+// Whether `grad` can become parameter `shape`'s bucket as it is: plain f32 on the CPU, of the
+// parameter's shape, and held by nothing but the caller's one handle.
+bool adoptable(const Tensor& grad, const Shape& shape) {
+  return grad.defined() && grad.dtype() == DType::kF32 && grad.layout() == Layout::kPlain &&
+         grad.device() == Device::cpu() && grad.shape() == shape && grad.storage_unshared();
+}
+
 }  // namespace
 
 BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t bucket_bytes) {
@@ -65,10 +87,15 @@ GradientBuckets::GradientBuckets(const std::vector<Variable>& params, std::vecto
   layout_ = plan_buckets(numels, bucket_bytes);
   sets_.resize(static_cast<std::size_t>(sets));
   for (Set& s : sets_) {
-    for (std::int64_t n : layout_.bucket_elements) {
-      s.f32.push_back(Tensor::zeros({n}));
+    for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
+      const std::int64_t n = layout_.bucket_elements[b];
+      // A one-parameter bucket usually adopts its gradient: its own buffer waits for a step
+      // that needs it.
+      s.owned.push_back(layout_.buckets[b].size() > 1 ? Tensor::zeros({n}) : Tensor());
+      s.f32.push_back(s.owned.back());
       s.wire.push_back(comm_dtype == DType::kF32 ? Tensor() : Tensor::zeros({n}, comm_dtype));
     }
+    s.unscaled.assign(layout_.buckets.size(), 0);
     s.missing.assign(layout_.buckets.size(), 0);
     s.received.assign(params.size(), 0);
     s.bad.assign(layout_.buckets.size(), "");
@@ -77,7 +104,11 @@ GradientBuckets::GradientBuckets(const std::vector<Variable>& params, std::vecto
 
 void GradientBuckets::begin(int set) {
   Set& s = sets_[static_cast<std::size_t>(set)];
-  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) s.missing[b] = static_cast<int>(layout_.buckets[b].size());
+  for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
+    s.missing[b] = static_cast<int>(layout_.buckets[b].size());
+    s.f32[b] = s.owned[b];  // lets go of last step's adopted gradient
+    s.unscaled[b] = 0;
+  }
   std::fill(s.received.begin(), s.received.end(), 0);
   s.next_release = 0;
 }
@@ -94,6 +125,13 @@ std::vector<std::size_t> GradientBuckets::add(std::size_t param, const Tensor& g
   if (s.received[param]) return {};
   s.received[param] = 1;
   const std::size_t b = layout_.bucket_of[param];
+  if (layout_.buckets[b].size() == 1 && adoptable(grad, shapes_[param])) {
+    s.f32[b] = grad.reshape({grad.numel()});
+    s.unscaled[b] = 1;
+    --s.missing[b];
+    return release(set);
+  }
+  s.f32[b] = owned_buffer(set, b);
   Tensor slot = gradient(param, set);
   if (grad.defined() && grad.dtype() == DType::kF32 && grad.layout() == Layout::kPlain &&
       grad.device() == Device::cpu() && grad.shape() == slot.shape()) {
@@ -125,9 +163,12 @@ void GradientBuckets::reduce(comm::Communicator& comm, std::size_t bucket, int s
   Tensor& f = s.f32[bucket];
   float* data = f.data<float>();
   const std::size_t n = static_cast<std::size_t>(f.numel());
+  const bool unscaled = s.unscaled[bucket] != 0;
+  s.unscaled[bucket] = 0;
   if (comm_dtype_ == DType::kF32) {
     comm.allreduce(data, n, DType::kF32, algorithm);
   } else {
+    if (unscaled) scaled_copy(data, data, n, grad_scale_);  // into the 16-bit range first
     auto* wire = static_cast<std::uint16_t*>(s.wire[bucket].raw_data());
     if (comm_dtype_ == DType::kF16) {
       convert_f32_to_f16(data, wire, n);
@@ -141,13 +182,28 @@ void GradientBuckets::reduce(comm::Communicator& comm, std::size_t bucket, int s
       convert_bf16_to_f32(wire, data, n);
     }
   }
+  const bool scale_now = unscaled && comm_dtype_ == DType::kF32;  // an adopted f32 sum
   s.bad[bucket].clear();
   for (std::size_t p : layout_.buckets[bucket]) {
-    if (!all_finite(data + layout_.offset[p], static_cast<std::size_t>(shapes_[p].numel()))) {
+    float* x = data + layout_.offset[p];
+    const auto count = static_cast<std::size_t>(shapes_[p].numel());
+    const bool finite = scale_now ? scale_all_finite(x, count, grad_scale_) : all_finite(x, count);
+    if (!finite) {
       s.bad[bucket] = names_[p];
-      break;
+      break;  // an adopted bucket holds one parameter: nothing is left to scale
     }
   }
+}
+
+Tensor& GradientBuckets::owned_buffer(int set, std::size_t bucket) {
+  Tensor& t = sets_[static_cast<std::size_t>(set)].owned[bucket];
+  if (!t.defined()) t = Tensor::zeros({layout_.bucket_elements[bucket]});
+  return t;
+}
+
+bool GradientBuckets::adopted(std::size_t bucket, int set) const {
+  const Set& s = sets_[static_cast<std::size_t>(set)];
+  return s.f32[bucket].defined() && !s.f32[bucket].shares_storage_with(s.owned[bucket]);
 }
 
 Tensor GradientBuckets::gradient(std::size_t param, int set) const {

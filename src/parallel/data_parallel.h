@@ -5,9 +5,10 @@
 // One step of DataParallelUpdater:
 //   1. forward and backward of each of the K micro-batches (--accumulate K) of this rank's batch;
 //      gradients accumulate in the parameters;
-//   2. during the last backward, each parameter's grad-ready hook copies its gradient into its
-//      bucket; a complete bucket is handed to the communication thread at once, which scales it
-//      by 1/(p*K), optionally casts it to f16/bf16, and allreduces it while backward goes on;
+//   2. during the last backward, each parameter's grad-ready hook copies its gradient (times
+//      1/(p*K)) into its bucket, or a bucket of one parameter adopts it (parallel/buckets.h); a
+//      complete bucket is handed to the communication thread at once, which optionally casts it
+//      to f16/bf16 and allreduces it while backward goes on;
 //   3. the update waits for the buckets (that wait is the exposed communication, "comm" in the
 //      metrics log) and applies the averaged gradients.
 // With double buffering (ChainerMN's DoubleBufferingOptimizer), step t's update uses the

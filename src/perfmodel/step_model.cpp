@@ -149,7 +149,8 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   const std::size_t layers = w.layers.size();
   // The compute thread's items: forward and backward of each micro-batch, layer by layer. In the
   // last backward each parameter's grad-ready hook copies its gradient into its bucket as soon as
-  // its layer's backward ends; a bucket is released when its last gradient is in and every bucket
+  // its layer's backward ends (a bucket of one parameter adopts the gradient instead, no copy:
+  // parallel/buckets.h); a bucket is released when its last gradient is in and every bucket
   // before it was released.
   SimInput sim;
   sim.double_buffering = c.double_buffering;
@@ -174,6 +175,10 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   for (std::size_t i = 0; i < w.params.size(); ++i) {
     (w.params[i].layer < layers ? owned[w.params[i].layer] : orphans).push_back(i);
   }
+  std::vector<std::int64_t> numels;
+  for (const ParameterInfo& q : w.params) numels.push_back(q.numel);
+  const BucketLayout layout = plan_buckets(numels, c.bucket_bytes);
+  const auto adopts = [&layout](std::size_t bucket) { return layout.buckets[bucket].size() == 1; };
   // Item of the last backward that makes each parameter's gradient final.
   std::vector<std::size_t> final_item(w.params.size(), sim.items.empty() ? 0 : sim.items.size() - 1);
   double copies = 0;
@@ -181,7 +186,7 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   for (std::size_t i = 0; i < layers; ++i) {
     const std::size_t it = sim.items.size() - 1 - i;  // layer i's backward in the last micro-batch
     for (std::size_t q : owned[i]) {
-      if (distributed) {
+      if (distributed && !adopts(layout.bucket_of[q])) {
         const double copy = static_cast<double>(w.params[q].numel) * copy_rate;
         sim.items[it].seconds += copy;
         copies += copy;
@@ -191,16 +196,18 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   }
 
   if (distributed) {
-    std::vector<std::int64_t> numels;
-    for (const ParameterInfo& q : w.params) numels.push_back(q.numel);
-    const BucketLayout layout = plan_buckets(numels, c.bucket_bytes);
     const bool half = c.comm_dtype != DType::kF32;
-    // Scale (read, write f32), finite check (read f32); f16/bf16 casts each way (4 + 2 bytes).
-    // These passes over a bucket run as its copy does (a buffer a step old), so with a calibrated
-    // gradient copy each byte they read or write costs half a copied byte.
-    const double reads = half ? 14.0 : 8.0, writes = half ? 10.0 : 4.0;
-    const double local_rate = d.gradient_copy ? (reads + writes) / (2 * d.gradient_copy->value)
-                                              : reads / d.memory_read.value + writes / d.memory_write.value;
+    // The communication thread's passes over a bucket, bytes per element: the finite check
+    // (read f32); f16/bf16 casts each way (4 + 2 bytes); an adopted gradient's scaling (write
+    // f32, reading what the check reads after an f32 allreduce; a pass of its own, read and
+    // write, before an f16/bf16 cast). These passes run as the copy does (a buffer a step old),
+    // so with a calibrated gradient copy each byte they read or write costs half a copied byte.
+    const auto local_rate = [&](bool adopted) {
+      const double reads = (half ? 10.0 : 4.0) + (adopted && half ? 4.0 : 0.0);
+      const double writes = (half ? 6.0 : 0.0) + (adopted ? 4.0 : 0.0);
+      return d.gradient_copy ? (reads + writes) / (2 * d.gradient_copy->value)
+                             : reads / d.memory_read.value + writes / d.memory_write.value;
+    };
     const AllreducePlan ar{c.algorithm, c.workers, c.hierarchical, c.comm_dtype, chunk_bytes_of(c, p)};
     std::map<std::int64_t, AllreduceTime> memo;  // buckets of equal size cost the same
     std::size_t released_by = 0;
@@ -218,14 +225,22 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
       bt.allreduce = it->second.seconds;
       s.comm_allreduce += bt.allreduce;
       s.comm_latency += it->second.latency;
-      sim.bucket_seconds.push_back(bt.allreduce + static_cast<double>(bt.elements) * local_rate);
+      sim.bucket_seconds.push_back(bt.allreduce + static_cast<double>(bt.elements) * local_rate(adopts(b)));
       s.buckets.push_back(bt);
     }
   }
   sim.update = plan.update;
   if (distributed && p.node.overlap) {
+    // Work conservation: where the two threads share cores, the CPU time compute gives up beside
+    // communication is time the communication thread runs, and in a step that thread sleeps
+    // between buckets, so its time on a core moves bytes. Communication then keeps at least
+    // 1 - compute_share of its rate. The calibrated share (back-to-back exchanges beside compute,
+    // calibrate_overlap.h) can fall far below that: each exchange there waits for the partner
+    // rank's thread to be scheduled, and a thread that polls and yields gets a core rarely
+    // (1% on the 2-core VM while compute keeps 76%); predicted with it, LeNet's double-buffered
+    // steps took 80 ms where 57 were measured.
     sim.compute_share = p.node.overlap->compute.value;
-    sim.comm_share = p.node.overlap->comm.value;
+    sim.comm_share = std::max(p.node.overlap->comm.value, 1.0 - sim.compute_share);
   }
   const SimStep r = simulate_steps(sim);
 

@@ -95,6 +95,9 @@ class Tensor {
   double item() const;  // the single element of a one-element tensor
 
   bool shares_storage_with(const Tensor& o) const { return storage_ == o.storage_; }
+  // Whether this handle is the only one holding its storage (no other tensor, view or copy), so
+  // writing into it in place is invisible to everything else.
+  bool storage_unshared() const { return storage_ != nullptr && storage_.use_count() == 1; }
   std::string describe() const;  // "f32[64, 10] cpu plain"
 
  private:

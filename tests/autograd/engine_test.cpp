@@ -52,6 +52,25 @@ TEST(Engine, HooksOfLateLayersFireBeforeEarlyOnes) {
   EXPECT_EQ(order, (std::vector<int>{3, 2, 1}));
 }
 
+TEST(Engine, HookKnowsWhetherItsGradientIsSharedWithOtherEdges) {
+  // add hands one gradient tensor to both inputs: neither leaf may write into it, the other
+  // still reads it. A weight's gradient from linear is its own: a hook may take it over.
+  Variable a = random_var({3}, 1), b = random_var({3}, 2);
+  std::vector<bool> unshared;
+  const auto record = [&](Variable& v) { unshared.push_back(v.grad().storage_unshared()); };
+  a.add_grad_ready_hook(record);
+  b.add_grad_ready_hook(record);
+  ops::add(a, b).backward(Tensor::full({3}, 1.0, DType::kF64));
+  EXPECT_EQ(unshared, (std::vector<bool>{false, false}));
+
+  Variable x = random_var({2, 4}, 3, -1, 1, false);
+  Variable w = random_var({2, 4}, 4);
+  bool weight_unshared = false;
+  w.add_grad_ready_hook([&](Variable& v) { weight_unshared = v.grad().storage_unshared(); });
+  ops::softmax_cross_entropy(ops::linear(x, w, Variable()), Tensor::from_labels({0, 1})).backward();
+  EXPECT_TRUE(weight_unshared);
+}
+
 TEST(Engine, NoGradRecordsNothing) {
   Variable w = random_var({2, 2}, 7);
   NoGradGuard guard;

@@ -198,6 +198,56 @@ TEST(Buckets, ReleasedInOrderOnlyWhenComplete) {
   EXPECT_EQ(b.gradient(2, 0).to_vector(), std::vector<float>(4, 2.0f));
 }
 
+TEST(Buckets, OneParameterBucketAdoptsAnUnsharedGradientAndScalesItAfterTheSum) {
+  std::vector<std::vector<float>> reduced(2), held(2);
+  comm::run_local(2, [&](comm::Communicator& c) {
+    std::vector<Variable> ps{Variable(Tensor::zeros({2}), true), Variable(Tensor::zeros({4}), true)};
+    GradientBuckets b(ps, {"small", "large"}, 8, DType::kF32, 1, 0.5);  // buckets: large, small
+    b.begin(0);
+    const auto r = static_cast<float>(c.rank());
+    Tensor large = Tensor::from_vector(std::vector<float>(4, r + 1), {4});
+    b.add(1, large, 0);
+    EXPECT_TRUE(b.adopted(0, 0));
+    EXPECT_TRUE(b.gradient(1, 0).shares_storage_with(large)) << "no copy";
+    Tensor small = Tensor::from_vector(std::vector<float>(2, 2 * r + 2), {2});
+    const Tensor other_holder = small;  // e.g. the same tensor handed to another edge
+    b.add(0, small, 0);
+    EXPECT_FALSE(b.adopted(1, 0)) << "a gradient something else holds is copied";
+    for (std::size_t k : {0u, 1u}) b.reduce(c, k, 0, comm::Algorithm::kRing);
+    const auto i = static_cast<std::size_t>(c.rank());
+    reduced[i] = b.gradient(1, 0).to_vector();
+    const std::vector<float> s = b.gradient(0, 0).to_vector();
+    reduced[i].insert(reduced[i].end(), s.begin(), s.end());
+    held[i] = other_holder.to_vector();
+  });
+  for (std::size_t i = 0; i < 2; ++i) {
+    // Means over the ranks: (1 + 2) / 2 and (2 + 4) / 2.
+    EXPECT_EQ(reduced[i], (std::vector<float>{1.5f, 1.5f, 1.5f, 1.5f, 3.0f, 3.0f}));
+    EXPECT_EQ(held[i], std::vector<float>(2, static_cast<float>(2 * i + 2))) << "the shared gradient is untouched";
+  }
+}
+
+TEST(DataParallel, LargeGradientsAreAllreducedWhereBackwardLeftThem) {
+  comm::run_local(2, [&](comm::Communicator& c) {
+    set_num_threads(1);
+    Rng rng(1);
+    auto model = make_model("mlp", {1, 28, 28, 10}, rng);
+    auto opt = make_optimizer({}, model->parameters());
+    CommWorker worker(c);
+    DataParallelUpdater up(*model, *opt, worker, {});
+    Batch batch{Tensor::full({4, 1, 28, 28}, 0.5), Tensor::from_labels({1, 2, 3, 4}), {}};
+    up.update(batch, 0);
+    const GradientBuckets& b = up.buckets();
+    std::size_t adopted = 0, single = 0;
+    for (std::size_t k = 0; k < b.num_buckets(); ++k) {
+      single += b.layout().buckets[k].size() == 1 ? 1 : 0;
+      adopted += b.adopted(k, 0) ? 1 : 0;
+    }
+    EXPECT_GT(single, 0u) << "mlp's first weight is over 1 MiB: a bucket of its own";
+    EXPECT_EQ(adopted, single) << "every one-parameter bucket took its gradient over";
+  });
+}
+
 // An identity op whose gradient is NaN on rank 1: the allreduced gradient is NaN everywhere.
 class PoisonGradient : public Module {
  public:
