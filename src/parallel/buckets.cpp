@@ -45,11 +45,10 @@ bool scale_all_finite(float* x, std::size_t n, float scale) {
   return worst != kExponent;
 }
 
-// Whether `grad` can become parameter `shape`'s bucket as it is: plain f32 on the CPU, of the
-// parameter's shape, and held by nothing but the caller's one handle.
-bool adoptable(const Tensor& grad, const Shape& shape) {
+// Whether `grad` is plain f32 on the CPU, of the parameter's shape: the form a bucket holds.
+bool plain_f32_of_shape(const Tensor& grad, const Shape& shape) {
   return grad.defined() && grad.dtype() == DType::kF32 && grad.layout() == Layout::kPlain &&
-         grad.device() == Device::cpu() && grad.shape() == shape && grad.storage_unshared();
+         grad.device() == Device::cpu() && grad.shape() == shape;
 }
 
 }  // namespace
@@ -91,7 +90,7 @@ GradientBuckets::GradientBuckets(const std::vector<Variable>& params, std::vecto
       const std::int64_t n = layout_.bucket_elements[b];
       // A one-parameter bucket usually adopts its gradient: its own buffer waits for a step
       // that needs it.
-      s.owned.push_back(layout_.buckets[b].size() > 1 ? Tensor::zeros({n}) : Tensor());
+      s.owned.push_back(layout_.adopts_gradient(b) ? Tensor() : Tensor::zeros({n}));
       s.f32.push_back(s.owned.back());
       s.wire.push_back(comm_dtype == DType::kF32 ? Tensor() : Tensor::zeros({n}, comm_dtype));
     }
@@ -125,7 +124,9 @@ std::vector<std::size_t> GradientBuckets::add(std::size_t param, const Tensor& g
   if (s.received[param]) return {};
   s.received[param] = 1;
   const std::size_t b = layout_.bucket_of[param];
-  if (layout_.buckets[b].size() == 1 && adoptable(grad, shapes_[param])) {
+  const bool plain = plain_f32_of_shape(grad, shapes_[param]);
+  // Adopted only when nothing but the caller's one handle holds the gradient.
+  if (layout_.adopts_gradient(b) && plain && grad.storage_unshared()) {
     s.f32[b] = grad.reshape({grad.numel()});
     s.unscaled[b] = 1;
     --s.missing[b];
@@ -133,8 +134,7 @@ std::vector<std::size_t> GradientBuckets::add(std::size_t param, const Tensor& g
   }
   s.f32[b] = owned_buffer(set, b);
   Tensor slot = gradient(param, set);
-  if (grad.defined() && grad.dtype() == DType::kF32 && grad.layout() == Layout::kPlain &&
-      grad.device() == Device::cpu() && grad.shape() == slot.shape()) {
+  if (plain) {
     scaled_copy(grad.data<float>(), slot.data<float>(), static_cast<std::size_t>(slot.numel()), grad_scale_);
   } else if (grad.defined()) {
     slot.copy_from(grad);  // converts dtype and layout; then scaled in place

@@ -44,6 +44,10 @@ struct BucketLayout {
   std::vector<std::size_t> bucket_of;             // parameter index -> bucket
   std::vector<std::int64_t> offset;               // parameter index -> element offset in its bucket
   std::vector<std::int64_t> bucket_elements;
+
+  // A bucket of one parameter adopts that parameter's gradient instead of copying it (see above);
+  // the performance model charges the copies by the same rule.
+  bool adopts_gradient(std::size_t bucket) const { return buckets[bucket].size() == 1; }
 };
 
 // Groups parameters (element counts in registration order) into buckets of at most
@@ -90,7 +94,7 @@ class GradientBuckets {
   std::vector<Shape> shapes_;
   DType comm_dtype_;
   float grad_scale_;
-  // The bucket's own buffer in set `s`, allocated on first use for one-parameter buckets.
+  // The bucket's own buffer in set `set`, allocated on first use for one-parameter buckets.
   Tensor& owned_buffer(int set, std::size_t bucket);
 
   struct Set {

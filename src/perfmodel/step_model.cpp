@@ -178,7 +178,6 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   std::vector<std::int64_t> numels;
   for (const ParameterInfo& q : w.params) numels.push_back(q.numel);
   const BucketLayout layout = plan_buckets(numels, c.bucket_bytes);
-  const auto adopts = [&layout](std::size_t bucket) { return layout.buckets[bucket].size() == 1; };
   // Item of the last backward that makes each parameter's gradient final.
   std::vector<std::size_t> final_item(w.params.size(), sim.items.empty() ? 0 : sim.items.size() - 1);
   double copies = 0;
@@ -186,7 +185,7 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   for (std::size_t i = 0; i < layers; ++i) {
     const std::size_t it = sim.items.size() - 1 - i;  // layer i's backward in the last micro-batch
     for (std::size_t q : owned[i]) {
-      if (distributed && !adopts(layout.bucket_of[q])) {
+      if (distributed && !layout.adopts_gradient(layout.bucket_of[q])) {
         const double copy = static_cast<double>(w.params[q].numel) * copy_rate;
         sim.items[it].seconds += copy;
         copies += copy;
@@ -225,7 +224,7 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
       bt.allreduce = it->second.seconds;
       s.comm_allreduce += bt.allreduce;
       s.comm_latency += it->second.latency;
-      sim.bucket_seconds.push_back(bt.allreduce + static_cast<double>(bt.elements) * local_rate(adopts(b)));
+      sim.bucket_seconds.push_back(bt.allreduce + static_cast<double>(bt.elements) * local_rate(layout.adopts_gradient(b)));
       s.buckets.push_back(bt);
     }
   }
