@@ -224,7 +224,8 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
       bt.allreduce = it->second.seconds;
       s.comm_allreduce += bt.allreduce;
       s.comm_latency += it->second.latency;
-      sim.bucket_seconds.push_back(bt.allreduce + static_cast<double>(bt.elements) * local_rate(layout.adopts_gradient(b)));
+      sim.bucket_seconds.push_back(bt.allreduce +
+                                   static_cast<double>(bt.elements) * local_rate(layout.adopts_gradient(b)));
       s.buckets.push_back(bt);
     }
   }
