@@ -23,6 +23,12 @@ profile's ran in another state than the one its constants were measured in (acro
 hosts the link's rate bounds the transfers, so those rows are not marked). Rows print both, and the
 summary gives the errors over all rows and over the runs made in the calibrated state.
 
+With --reps 2 or more the summary also says how well the measurement repeats itself: each
+repetition's measured time against the median of the other repetitions of the same row (the same
+configuration, calibrated and measured again), the error a perfect model of any one repetition
+would still show on the others. On a machine whose speed moves under it, that is the floor of the
+errors above.
+
 Every factor is a flag, so a reduced grid is a matter of naming fewer levels:
   bench/validate_model.py                                   # the whole grid
   bench/validate_model.py --ranks 1,2 --models mlp --algorithms ring,mpi --dtypes f32 --db no \\
@@ -150,6 +156,21 @@ def measure(a, lay, row, predicted):
     return f["step_ms"] / 1e3, core
 
 
+def repeatability(results):
+    """Each repetition's measured time against the median of the row's other repetitions: the
+    relative differences over all rows, and the rows whose repetitions span more than 25%."""
+    diffs, spread = [], []
+    for res in results:
+        m = res["meas"]
+        if len(m) < 2:
+            continue
+        for i, x in enumerate(m):
+            diffs.append(abs(bl.median(m[:i] + m[i + 1:]) - x) / x)
+        if max(m) > 1.25 * min(m):
+            spread.append(res)
+    return diffs, spread
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dtrain", default=bl.DEFAULT_DTRAIN, help="the dtrain binary")
@@ -269,13 +290,23 @@ def main():
         print(f"{len(steady)} rows over the runs in the calibrated state ({changed} run(s) of "
               f"{sum(len(r['same_state']) for r in results)} left out): median absolute error "
               f"{100 * bl.median(steady):.1f}%, maximum {100 * max(steady):.1f}%")
+    diffs, spread = repeatability(results)
+    if diffs:
+        over = [r for r in results if abs(r["error"]) > 0.25]
+        print(f"repeatability of the measurement: a repetition against the median of the other repetitions of "
+              f"its row differs by {100 * bl.median(diffs):.1f}% in the median, {100 * max(diffs):.1f}% at most; "
+              f"{len(spread)} rows' repetitions span more than 25% (max/min > 1.25), "
+              f"{sum(r in spread for r in over)} of the {len(over)} rows over 25% error among them")
     bl.footer()
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"rows": results, "median_abs_error": med, "max_abs_error": worst,
                        "calibrated_state": {"rows": len(steady), "runs_left_out": changed,
                                             "median_abs_error": bl.median(steady) if steady else None,
-                                            "max_abs_error": max(steady) if steady else None}}, f, indent=1)
+                                            "max_abs_error": max(steady) if steady else None},
+                       "repeatability": {"median": bl.median(diffs) if diffs else None,
+                                         "max": max(diffs) if diffs else None,
+                                         "rows_spanning_over_25pct": len(spread)}}, f, indent=1)
 
 
 if __name__ == "__main__":

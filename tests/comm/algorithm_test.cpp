@@ -45,15 +45,47 @@ TEST(Reduce, SixteenBitSumsRoundOncePerAddition) {
   EXPECT_EQ(f16_to_f32(h), 2048.0f);
   reduce_sum(&h, &three, 1, DType::kF16);
   EXPECT_EQ(f16_to_f32(h), 2052.0f);
-  // Long vectors (the blocked path) agree with element-by-element sums.
-  std::vector<std::uint16_t> x(1500), y(1500);
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    x[i] = f32_to_f16(static_cast<float>(i) * 0.37f);
-    y[i] = f32_to_f16(1.0f / static_cast<float>(i + 1));
+}
+
+TEST(Reduce, LongSixteenBitVectorsAgreeWithElementByElementSums) {
+  // The vector paths (16 at a time, the rest blocked) against one rounding per element, over
+  // values that round up, tie, overflow to infinity, underflow to subnormals, and NaN; 1500 is
+  // not a multiple of 16, so the tail is checked too.
+  const std::vector<float> special{65504.0f,
+                                   65504.0f,
+                                   -65504.0f,
+                                   3e38f,
+                                   3e38f,
+                                   6e-8f,
+                                   -6e-8f,
+                                   1e-40f,
+                                   std::numeric_limits<float>::infinity(),
+                                   std::numeric_limits<float>::quiet_NaN()};
+  std::vector<float> xf(1500), yf(1500);
+  for (std::size_t i = 0; i < xf.size(); ++i) {
+    xf[i] = static_cast<float>(i) * 0.37f - 200.0f;
+    yf[i] = 1.0f / static_cast<float>(i + 1);
   }
-  auto z = x;
-  reduce_sum(z.data(), y.data(), z.size(), DType::kF16);
-  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(z[i], f32_to_f16(f16_to_f32(x[i]) + f16_to_f32(y[i])));
+  for (std::size_t k = 0; k < special.size(); ++k) {
+    xf[7 * k] = special[k];
+    yf[7 * k] = special[(k + 1) % special.size()];
+    xf[1490 + k] = special[k];  // in the tail
+    yf[1490 + k] = special[k];
+  }
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const bool half = dtype == DType::kF16;
+    auto to16 = [half](float f) { return half ? f32_to_f16(f) : f32_to_bf16(f); };
+    auto to32 = [half](std::uint16_t h) { return half ? f16_to_f32(h) : bf16_to_f32(h); };
+    std::vector<std::uint16_t> x(xf.size()), y(yf.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      x[i] = to16(xf[i]);
+      y[i] = to16(yf[i]);
+    }
+    auto z = x;
+    reduce_sum(z.data(), y.data(), z.size(), dtype);
+    for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(z[i], to16(to32(x[i]) + to32(y[i]))) << "element " << i;
+  }
 }
 
 TEST(Benchmark, ReturnsOneRowPerSizeAndAlgorithmWithBusbw) {
