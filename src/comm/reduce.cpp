@@ -37,13 +37,13 @@ void sum_16(std::uint16_t* dst, const std::uint16_t* src, std::size_t n) {
   }
 }
 
-// The same sums fused in registers, 16 elements at a time: widen both operands to f32 (exact for
-// both formats), add, and round once back to 16 bits, with no pass through memory in between.
-// f16 rounds with the hardware's conversion (round to nearest even, as f32_to_f16); bf16 with
-// integer arithmetic that is f32_to_bf16's: add 0x7fff plus the lowest kept bit, keep the top 16
-// bits, and quieten NaNs. The blocked loops above finish the last n mod 16 elements.
+// With AVX-512 the same sums are fused in registers, 16 elements at a time: widen both operands to
+// f32 (exact for both formats), add, and round once back to 16 bits, with no pass through memory
+// in between. f16 rounds with the hardware's conversion (round to nearest even, as f32_to_f16);
+// bf16 with integer arithmetic that is f32_to_bf16's: add 0x7fff plus the lowest kept bit, keep
+// the top 16 bits, and quieten NaNs. The blocked loop finishes the last n mod 16 elements.
 #if defined(__AVX512F__)
-void sum_f16_fused(std::uint16_t* dst, const std::uint16_t* src, std::size_t n) {
+void sum_f16(std::uint16_t* dst, const std::uint16_t* src, std::size_t n) {
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512 a = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dst + i)));
@@ -59,7 +59,7 @@ __m512 widen_bf16(const std::uint16_t* p) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
 }
 
-void sum_bf16_fused(std::uint16_t* dst, const std::uint16_t* src, std::size_t n) {
+void sum_bf16(std::uint16_t* dst, const std::uint16_t* src, std::size_t n) {
   const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), quiet = _mm512_set1_epi32(0x40);
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -72,6 +72,14 @@ void sum_bf16_fused(std::uint16_t* dst, const std::uint16_t* src, std::size_t n)
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm512_cvtepi32_epi16(r));
   }
   sum_16<convert_bf16_to_f32, convert_f32_to_bf16>(dst + i, src + i, n - i);
+}
+#else
+void sum_f16(std::uint16_t* dst, const std::uint16_t* src, std::size_t n) {
+  sum_16<convert_f16_to_f32, convert_f32_to_f16>(dst, src, n);
+}
+
+void sum_bf16(std::uint16_t* dst, const std::uint16_t* src, std::size_t n) {
+  sum_16<convert_bf16_to_f32, convert_f32_to_bf16>(dst, src, n);
 }
 #endif
 
@@ -91,23 +99,12 @@ void reduce_sum(void* dst, const void* src, std::size_t count, DType dtype) {
     case DType::kF32:
       sum_f32(static_cast<float*>(dst), static_cast<const float*>(src), count);
       return;
-#if defined(__AVX512F__)
     case DType::kF16:
-      sum_f16_fused(static_cast<std::uint16_t*>(dst), static_cast<const std::uint16_t*>(src), count);
+      sum_f16(static_cast<std::uint16_t*>(dst), static_cast<const std::uint16_t*>(src), count);
       return;
     case DType::kBF16:
-      sum_bf16_fused(static_cast<std::uint16_t*>(dst), static_cast<const std::uint16_t*>(src), count);
+      sum_bf16(static_cast<std::uint16_t*>(dst), static_cast<const std::uint16_t*>(src), count);
       return;
-#else
-    case DType::kF16:
-      sum_16<convert_f16_to_f32, convert_f32_to_f16>(static_cast<std::uint16_t*>(dst),
-                                                     static_cast<const std::uint16_t*>(src), count);
-      return;
-    case DType::kBF16:
-      sum_16<convert_bf16_to_f32, convert_f32_to_bf16>(static_cast<std::uint16_t*>(dst),
-                                                       static_cast<const std::uint16_t*>(src), count);
-      return;
-#endif
     default:
       check_reducible(dtype, "reduce_sum");
   }
