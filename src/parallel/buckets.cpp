@@ -19,28 +19,27 @@ void scaled_copy(const float* src, float* dst, std::size_t n, float scale) {
 // Inf). An integer max over the bits, so it vectorises without -ffast-math. Serial on purpose,
 // unlike Backend::all_finite (an OpenMP loop): this runs on the communication thread, which must
 // not start a second OpenMP team beside the compute thread's.
+constexpr std::uint32_t kExponent = 0x7f800000u;
+
+std::uint32_t exponent_field(float v) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits & kExponent;
+}
+
 bool all_finite(const float* x, std::size_t n) {
-  constexpr std::uint32_t kExponent = 0x7f800000u;
   std::uint32_t worst = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    std::uint32_t bits;
-    std::memcpy(&bits, x + i, sizeof bits);
-    worst = std::max(worst, bits & kExponent);
-  }
+  for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, exponent_field(x[i]));
   return worst != kExponent;
 }
 
 // x *= scale over n floats and whether every result is finite, in one pass (as all_finite; the
 // product of a finite sum and grad_scale <= 1 is finite exactly when the sum is).
 bool scale_all_finite(float* x, std::size_t n, float scale) {
-  constexpr std::uint32_t kExponent = 0x7f800000u;
   std::uint32_t worst = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const float v = scale * x[i];
-    x[i] = v;
-    std::uint32_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    worst = std::max(worst, bits & kExponent);
+    x[i] *= scale;
+    worst = std::max(worst, exponent_field(x[i]));
   }
   return worst != kExponent;
 }
