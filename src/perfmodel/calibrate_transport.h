@@ -25,10 +25,12 @@
 //                tree and one-to-all included, pipelines both directions and pays beta);
 //   gamma        comm::reduce_sum adding 4 MiB of f32 into 4 MiB (1 / bytes per second);
 //   MPI          the MPI library's own allreduce (dtrain's `mpi`) of f32 over all the ranks, at
-//                64 KiB x 4^k up to the first size one call of which takes 0.5 s (at most
-//                64 MiB): the median of 3 to 20 calls (1 past 0.2 s), each after a barrier. The
-//                library picks its algorithm and protocol by size, so the model interpolates these
-//                times rather than pricing an algorithm it cannot see (allreduce_time.h).
+//                4 KiB x 2^k up to the first size one call of which takes 0.5 s (at most
+//                64 MiB): a warm-up pass, then 3 to 20 rounds of every size in ascending order
+//                (a step's buckets come in mixed sizes), each call after a barrier, the mean of
+//                a size's calls. The library picks its algorithm and protocol by size, so the
+//                model interpolates these times rather than pricing an algorithm it cannot see
+//                (allreduce_time.h).
 // Same-host pairs are measured all at once (ranks sharing a host share its cores and memory in a
 // collective too); across hosts one pair measures the link alone (the model divides it among the
 // flows that share it, allreduce_time.h). A host with one rank has no same-host partner: its

@@ -217,8 +217,8 @@ Profile calibrated_profile(const Calibration& c) {
     m.points = as_points(c.transport.mpi_allreduce);
     m.source =
         origin + fmt::format(
-                     "; MPI_Allreduce of f32 over the {} rank(s), median of 3 to 20 calls per size (1 past 0.2 s), "
-                     "each after a barrier; {}",
+                     "; MPI_Allreduce of f32 over the {} rank(s), mean per size over 3 to 20 rounds of every size in "
+                     "ascending order, each call after a barrier; {}",
                      c.ranks, layout);
     p.mpi_allreduce = m;
   }

@@ -46,7 +46,8 @@ def same_host(dtrain):
         assert "exchange ladder 64 KiB" in out, out
         mpi = p["mpi_allreduce"]
         sizes = [q["bytes"] for q in mpi["points"]]
-        assert mpi["workers"] == 2 and sizes == sorted(sizes) and sizes[0] == 65536, mpi
+        assert mpi["workers"] == 2 and sizes == sorted(sizes) and sizes[0] == 4096, mpi
+        assert all(b == 2 * a for a, b in zip(sizes, sizes[1:])), mpi
         assert all(q["seconds"] > 0 for q in mpi["points"]) and "MPI_Allreduce" in mpi["source"], mpi
         assert 0 < p["node"]["overlap"]["compute"]["value"] <= 1, p["node"]["overlap"]
         # The cache-line round trip between two cores: absent where the probe's two threads never
