@@ -251,8 +251,15 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   for (double x : sim.bucket_seconds) s.comm += x;
   s.data = data;
   // Every worker's update waits for the slowest worker's last bucket: the wait goes before the
-  // update (the loader runs on its own thread, so a slower period hides more of it).
-  s.straggler = straggler_wait(s.compute, d.variation(), c.workers);
+  // update (the loader runs on its own thread, so a slower period hides more of it). With double
+  // buffering that bucket is the step before's, and the slack hides most of the wait (straggler.h).
+  if (c.double_buffering) {
+    double tail = 0;
+    for (double e : r.bucket_end) tail = std::max(tail, e - r.backward_end);
+    s.straggler = straggler_wait_double_buffered(s.compute, d.variation(), c.workers, tail);
+  } else {
+    s.straggler = straggler_wait(s.compute, d.variation(), c.workers);
+  }
   const double period = r.period + s.straggler;
   const double exposed_data = std::max(0.0, data - period);
   s.step = period + exposed_data;
