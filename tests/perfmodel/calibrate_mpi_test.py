@@ -102,10 +102,12 @@ def two_hosts(dtrain, hosts):
         assert 0.3 * rate <= net["bandwidth"]["value"] <= 1.1 * rate, net["bandwidth"]
         # MPI_Allreduce timed over the shaped link: two ranks each send at least half the vector
         # across it, so the largest point (past tc tbf's burst allowance, which lets a small
-        # message through faster) cannot beat the link's rate; the ladder reached 0.5 s a call.
+        # message through faster) cannot beat the link's rate; the ladder stopped at the size whose
+        # warm-up call took 0.5 s (the rounds' mean of that size can be less: over a shaped link
+        # one size's calls vary up to 1.9x).
         largest = p["mpi_allreduce"]["points"][-1]
         assert largest["seconds"] >= 0.9 * largest["bytes"] / 2 / rate, p["mpi_allreduce"]
-        assert largest["seconds"] >= 0.5 or largest["bytes"] == 64 << 20, p["mpi_allreduce"]
+        assert largest["seconds"] >= 0.25 or largest["bytes"] == 64 << 20, p["mpi_allreduce"]
 
 
 def main():
