@@ -32,8 +32,9 @@ double straggler_wait(double compute_seconds, double variation, int workers);
 // wait above). A worker waits only when the slowest of the step before is behind it by more than
 // a step less the tail, so the slack absorbs most of the variation: at 4 workers and a variation
 // of 0.2 the wait is 0.16x the bulk-synchronous one; when the tail exceeds a step, the two steps
-// in flight wait half of it each. The wait is the mean period over kStragglerSteps simulated
-// steps (a fixed seed: the same answer every call) less the period with every X at its mean.
+// in flight wait half of it each. The wait is the mean period over 4000 simulated steps (fewer
+// past 100 workers; a fixed seed: the same answer every call) less the period with every X at
+// its mean.
 double straggler_wait_double_buffered(double compute_seconds, double variation, int workers, double tail_seconds);
 
 // The coefficient of variation of repeated timings, robustly: the interquartile range over
