@@ -87,9 +87,15 @@ Workload deep_net() {
   return workload_from_layers(layers);
 }
 
+// The test profile with a given step variation.
+Profile varied_profile(double variation) {
+  Profile p = test_profile(4);
+  p.device.step_variation = Quantity{variation, 0, 0, "test"};
+  return p;
+}
+
 TEST(Straggler, SynchronousStepWaitsForTheSlowestWorker) {
-  Profile varied = test_profile(4);
-  varied.device.step_variation = Quantity{0.02, 0, 0, "test"};
+  const Profile varied = varied_profile(0.02);
   const Workload w = deep_net();
   RunConfig c;
   c.batch_per_worker = 32;
@@ -115,8 +121,7 @@ TEST(Straggler, SynchronousStepWaitsForTheSlowestWorker) {
 }
 
 TEST(Straggler, DoubleBufferedStepWaitsLessForTheSlowestWorker) {
-  Profile varied = test_profile(4);
-  varied.device.step_variation = Quantity{0.1, 0, 0, "test"};
+  const Profile varied = varied_profile(0.1);
   const Workload w = deep_net();
   RunConfig c;
   c.batch_per_worker = 32;
