@@ -36,7 +36,12 @@ constexpr std::size_t kMpiFirstBytes = std::size_t{4} << 10, kMpiMaxBytes = std:
 // The ladder stops after the first size this slow: far enough to see where a slow link's
 // throughput changes (a 1 Gbit/s link: 4 MiB at the line rate, 16 MiB at two thirds of it).
 constexpr double kMpiSeconds = 0.5;
-constexpr int kMpiMinRounds = 3, kMpiMaxRounds = 20;
+constexpr int kMpiMinRounds = 5, kMpiMaxRounds = 20;
+// A call slower than this many times its size's median is a stall, left out of the mean: over the
+// 1 Gbit/s link a 512 KiB call took 4.4 ms in most rounds and 19-66 ms in one of 3, which made
+// its mean 2.5-5.7x the neighbouring sizes' per byte; a step's buckets did not see such stalls
+// (mlp's f16 steps, a 512 KiB and an 800 KB bucket, took 12-13 ms in all).
+constexpr double kMpiStall = 3.0;
 
 // Mean of `value` over the ranks that pass active = true; the same on every rank.
 double mean_over_active(comm::Communicator& c, double value, bool active) {
@@ -239,11 +244,12 @@ std::vector<std::pair<std::size_t, double>> time_mpi_allreduce(comm::Communicato
   }
   const int rounds =
       std::clamp(static_cast<int>(min_seconds / std::max(round_seconds, 1e-6)), kMpiMinRounds, kMpiMaxRounds);
-  std::vector<double> total(out.size(), 0.0);
+  std::vector<std::vector<double>> calls(out.size());
   for (int r = 0; r < rounds; ++r) {
-    for (std::size_t i = 0; i < out.size(); ++i) total[i] += call(out[i].first);
+    for (std::size_t i = 0; i < out.size(); ++i) calls[i].push_back(call(out[i].first));
   }
-  for (std::size_t i = 0; i < out.size(); ++i) out[i].second = mean_over_active(c, total[i] / rounds, true);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i].second = mean_over_active(c, mean_without_stalls(calls[i], kMpiStall), true);
   return out;
 }
 

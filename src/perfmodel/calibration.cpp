@@ -7,6 +7,7 @@
 #include <cmath>
 #include <ctime>
 #include <fstream>
+#include <thread>
 
 #include "comm/hosts.h"
 #include "core/core_round_trip.h"
@@ -112,6 +113,7 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   // The schema takes a fraction below 1; a spread that large means the machine was swamped.
   c.device.step_variation = mean_median > 0 ? std::min(0.99, std::sqrt(within + between) / mean_median) : 0.0;
   sample_core_round_trip(worker, c.core_round_trips);
+  c.host_cores = static_cast<int>(std::thread::hardware_concurrency());
   c.options = o;
   c.options.device.barrier = nullptr;
   c.seconds = sw.seconds();
@@ -195,6 +197,9 @@ Profile calibrated_profile(const Calibration& c) {
                                       "between the first two CPUs of rank 0's host",
                                       c.core_round_trips.size(), *lo * 1e9, *hi * 1e9));
   }
+  if (c.host_cores > 0) {
+    n.cores = q(c.host_cores, "logical CPUs of rank 0's host (std::thread::hardware_concurrency)");
+  }
   if (c.overlap.measured) {
     n.overlap = OverlapProfile{q(c.overlap.compute_share, c.overlap.how + "; compute rate kept"),
                                q(c.overlap.comm_share, c.overlap.how + "; exchange rate kept")};
@@ -217,8 +222,9 @@ Profile calibrated_profile(const Calibration& c) {
     m.points = as_points(c.transport.mpi_allreduce);
     m.source =
         origin + fmt::format(
-                     "; MPI_Allreduce of f32 over the {} rank(s), mean per size over 3 to 20 rounds of every size in "
-                     "ascending order, each call after a barrier; {}",
+                     "; MPI_Allreduce of f32 over the {} rank(s), mean per size over 5 to 20 rounds of every size in "
+                     "ascending order, each call after a barrier, calls over 3x their size's median left out as "
+                     "stalls; {}",
                      c.ranks, layout);
     p.mpi_allreduce = m;
   }

@@ -44,6 +44,7 @@ struct Calibration {
   // Cache-line round trips between two cores of rank 0's host (core/core_round_trip.h), seconds,
   // sampled at the start, middle and end; empty on one CPU.
   std::vector<double> core_round_trips;
+  int host_cores = 0;  // logical CPUs of rank 0's host (0: unknown)
   CalibrationOptions options;
 };
 

@@ -113,6 +113,12 @@ struct NodeProfile {
   // profile was calibrated: the machine state its same-host link was measured in. Optional,
   // informational: the model does not use it; runs compare their own against it.
   std::optional<Quantity> core_round_trip;
+  // Logical CPUs of a host that its ranks may run on. Optional (dtrain calibrate records it);
+  // absent: as many as its ranks. More ranks than CPUs time-share them, and then the step
+  // variation is that sharing, not independent noise (straggler.h).
+  std::optional<Quantity> cores;
+  // Whether `ranks` ranks on one host run more compute threads than it has CPUs.
+  bool time_shared(int ranks, int threads = 1) const { return cores && ranks * threads > cores->value; }
 };
 
 // The MPI library's own allreduce (dtrain's `mpi` algorithm) timed by dtrain calibrate at a

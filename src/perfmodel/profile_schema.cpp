@@ -148,7 +148,7 @@ class Reader {
   }
 
   NodeProfile node(const json& j) const {
-    fields(j, "node", {"accelerators", "intra_link", "disk_read"}, {"overlap", "core_round_trip"});
+    fields(j, "node", {"accelerators", "intra_link", "disk_read"}, {"overlap", "core_round_trip", "cores"});
     NodeProfile n;
     n.accelerators = integer(j["accelerators"], "node.accelerators", 1, 1 << 20);
     n.intra_link = link(j["intra_link"], "node.intra_link");
@@ -166,6 +166,10 @@ class Reader {
     if (j.contains("core_round_trip")) {
       n.core_round_trip = quantity(j["core_round_trip"], "node.core_round_trip", false,
                                    "seconds for a cache line to go to another core and back");
+    }
+    if (j.contains("cores")) {
+      n.cores = quantity(j["cores"], "node.cores", false, "logical CPUs of one host");
+      if (n.cores->value < 1) fail(fmt::format("'node.cores' is {}; a host has at least 1 CPU", n.cores->value));
     }
     return n;
   }
@@ -312,6 +316,7 @@ json profile_to_json(const Profile& p) {
                        {"comm", quantity_json(p.node.overlap->comm)}};
   }
   if (p.node.core_round_trip) node["core_round_trip"] = quantity_json(*p.node.core_round_trip);
+  if (p.node.cores) node["cores"] = quantity_json(*p.node.cores);
   json j = {{"dtrain_profile", kProfileSchemaVersion}, {"name", p.name}, {"device", device}, {"node", node}};
   if (!p.description.empty()) j["description"] = p.description;
   if (p.network) j["network"] = link_json(*p.network);

@@ -252,8 +252,11 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   s.data = data;
   // Every worker's update waits for the slowest worker's last bucket: the wait goes before the
   // update (the loader runs on its own thread, so a slower period hides more of it). With double
-  // buffering that bucket is the step before's, and the slack hides most of the wait (straggler.h).
-  if (c.double_buffering) {
+  // buffering that bucket is the step before's, and the slack hides most of the wait (straggler.h),
+  // unless the host's ranks time-share its CPUs: then the variation is the sharing itself, and a
+  // rank that runs ahead takes its time from the rank it shares a CPU with.
+  const bool time_shared = p.node.time_shared(std::min(p.node.accelerators, c.workers));
+  if (c.double_buffering && !time_shared) {
     double tail = 0;
     for (double e : r.bucket_end) tail = std::max(tail, e - r.backward_end);
     s.straggler = straggler_wait_double_buffered(s.compute, d.variation(), c.workers, tail);

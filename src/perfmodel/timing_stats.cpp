@@ -17,4 +17,17 @@ double median(std::vector<double> values) {
   return quantile(values, 0.5);
 }
 
+double mean_without_stalls(const std::vector<double>& values, double factor) {
+  const double limit = std::max(1.0, factor) * median(values);
+  double sum = 0;
+  int kept = 0;
+  for (double v : values) {
+    if (v <= limit) {
+      sum += v;
+      ++kept;
+    }
+  }
+  return kept > 0 ? sum / kept : 0;
+}
+
 }  // namespace dtrain::perf

@@ -233,6 +233,25 @@ TEST(Profile, CoreRoundTripIsOptionalPositiveAndRoundTrips) {
   expect_contains(error_of(j), "'node.core_round_trip' is missing source");
 }
 
+TEST(Profile, CoresAreOptionalAtLeastOneAndRoundTrip) {
+  json j = valid_device_file();
+  EXPECT_FALSE(parse_profile_fragment(j, "test.json").node->cores.has_value());
+  j["node"]["cores"] = {{"value", 2}, {"source", "measured"}};
+  const ProfileFragment with = parse_profile_fragment(j, "test.json");
+  ASSERT_TRUE(with.node->cores.has_value());
+  EXPECT_TRUE(with.node->time_shared(4));
+  EXPECT_FALSE(with.node->time_shared(2));
+  EXPECT_TRUE(with.node->time_shared(2, 2));
+  Profile p;
+  p.device = *with.device;
+  p.node = *with.node;
+  EXPECT_DOUBLE_EQ(parse_profile_fragment(profile_to_json(p), "round trip").node->cores->value, 2);
+  j["node"]["cores"]["value"] = 0.5;
+  expect_contains(error_of(j), "'node.cores' is 0.5; a host has at least 1 CPU");
+  j["node"].erase("cores");
+  EXPECT_FALSE(parse_profile_fragment(j, "test.json").node->time_shared(64));  // unknown: not shared
+}
+
 TEST(Profile, MpiAllreduceTimesAreOptionalAscendingAndPositive) {
   json j = valid_device_file();
   j["mpi_allreduce"] = {{"workers", 2},
