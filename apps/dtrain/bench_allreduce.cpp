@@ -14,6 +14,7 @@
 #include <cctype>
 #include <map>
 #include <memory>
+#include <span>
 
 #include "apps/dtrain/commands.h"
 #include "apps/dtrain/distributed.h"
@@ -99,19 +100,28 @@ double paired_ratio(const Measured& mpi, const Measured& algorithm) {
 }
 
 // Runs on every rank with one communicator per chunk size (all over the same transport). For
-// each size, round after round: every algorithm at every chunk size, MPI_Allreduce once (it
-// ignores the chunk size), so that noise on a shared machine hits all of them alike.
+// each size, round after round: every algorithm at every chunk size, MPI_Allreduce and shm once
+// (they cut no chunks), so that noise on a shared machine hits all of them alike. Where the ranks
+// share memory, the first communicator's buffer is shared memory (shm reduces it in place, as a
+// trainer's buckets; every algorithm on that communicator runs on it).
+bool ignores_chunks(comm::Algorithm a) { return a == comm::Algorithm::kMpi || a == comm::Algorithm::kShm; }
+
 std::vector<Measured> measure(std::vector<std::unique_ptr<comm::Communicator>>& comms, comm::BenchOptions bench,
                               std::size_t max_bytes, int repeats) {
-  std::vector<comm::Algorithm> own = bench.algorithms, first = bench.algorithms;
-  if (own.empty()) {
+  std::vector<comm::Algorithm> first = bench.algorithms;
+  if (first.empty()) {
     for (comm::Algorithm a : comm::all_algorithms()) {
-      if (a != comm::Algorithm::kMpi) own.push_back(a);
+      if (a == comm::Algorithm::kMpi && !comms[0]->transport().has_native_allreduce()) continue;
+      if (a == comm::Algorithm::kShm && !comms[0]->shares_memory()) continue;
+      first.push_back(a);
     }
-    first = own;
-    if (comms[0]->transport().has_native_allreduce()) first.push_back(comm::Algorithm::kMpi);
   }
-  std::erase(own, comm::Algorithm::kMpi);
+  std::vector<comm::Algorithm> own = first;
+  std::erase_if(own, ignores_chunks);
+  std::span<std::byte> shared;
+  if (std::find(first.begin(), first.end(), comm::Algorithm::kShm) != first.end()) {
+    shared = comms[0]->allocate_shared(max_bytes);
+  }
   std::vector<Measured> out;
   for (std::size_t bytes = bench.min_bytes; bytes <= max_bytes; bytes *= bench.factor) {
     std::map<std::pair<comm::Algorithm, std::size_t>, std::vector<double>> times;
@@ -120,9 +130,10 @@ std::vector<Measured> measure(std::vector<std::unique_ptr<comm::Communicator>>& 
       for (std::size_t k = 0; k < comms.size(); ++k) {
         bench.min_bytes = bench.max_bytes = bytes;
         bench.algorithms = k == 0 ? first : own;
+        bench.buffer = k == 0 ? shared : std::span<std::byte>();
         if (bench.algorithms.empty()) continue;
         for (const comm::BenchRow& r : comm::benchmark_allreduce(*comms[k], bench)) {
-          const std::size_t chunk = r.algorithm == comm::Algorithm::kMpi ? 0 : comms[k]->options().chunk_bytes;
+          const std::size_t chunk = ignores_chunks(r.algorithm) ? 0 : comms[k]->options().chunk_bytes;
           times[{r.algorithm, chunk}].push_back(r.seconds);
           iterations = r.iterations;
         }
@@ -163,8 +174,8 @@ void print_table(const std::vector<Measured>& rows, int p, const std::string& tr
       "ratio within a round)\n");
   for (const auto& [bytes, b] : best) {
     fmt::print("best bytes={} algorithm={} chunk_kb={} time_us={:.1f} busbw={:.3f}", bytes,
-               comm::algorithm_name(b->algorithm), b->chunk_bytes >> 10, b->seconds * 1e6,
-               static_cast<double>(bytes) / b->seconds / 1e9 * bus);
+               comm::algorithm_name(b->algorithm), b->chunk_bytes ? std::to_string(b->chunk_bytes >> 10) : "-",
+               b->seconds * 1e6, static_cast<double>(bytes) / b->seconds / 1e9 * bus);
     if (mpi.contains(bytes)) {
       const Measured& m = *mpi[bytes];
       fmt::print(" mpi_time_us={:.1f} mpi_busbw={:.3f} ratio={:.3f}", m.seconds * 1e6,
@@ -243,7 +254,8 @@ Action register_bench_allreduce(CLI::App& bench) {
   a->add_option("--factor", o->factor, "Size step factor")->capture_default_str()->check(CLI::Range(2, 1 << 20));
   a->add_option("--dtype", o->dtype, "Element type on the wire: f32, f16 or bf16")->capture_default_str();
   a->add_option("--algorithms", o->algorithms,
-                "Comma-separated subset of ring, tree, butterfly, onetoall, mpi (default: all)");
+                "Comma-separated subset of ring, tree, butterfly, onetoall, mpi, shm (default: all this layout can "
+                "run; shm needs every rank on one host)");
   a->add_option("--repeats", o->repeats, "Interleaved rounds per size; the median round is reported")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

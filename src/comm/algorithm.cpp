@@ -10,13 +10,14 @@
 #include "comm/algorithms/mpi_native.h"
 #include "comm/algorithms/one_to_all.h"
 #include "comm/algorithms/ring.h"
+#include "comm/algorithms/shared_memory.h"
 #include "comm/algorithms/tree.h"
 #include "core/error.h"
 
 namespace dtrain::comm {
 namespace {
-constexpr std::array kConcrete = {Algorithm::kRing, Algorithm::kTree, Algorithm::kButterfly, Algorithm::kOneToAll,
-                                  Algorithm::kMpi};
+constexpr std::array kConcrete = {Algorithm::kRing,     Algorithm::kTree, Algorithm::kButterfly,
+                                  Algorithm::kOneToAll, Algorithm::kMpi,  Algorithm::kShm};
 }  // namespace
 
 std::string_view algorithm_name(Algorithm a) {
@@ -31,6 +32,8 @@ std::string_view algorithm_name(Algorithm a) {
       return "onetoall";
     case Algorithm::kMpi:
       return "mpi";
+    case Algorithm::kShm:
+      return "shm";
     case Algorithm::kAuto:
       return "auto";
   }
@@ -42,7 +45,8 @@ Algorithm parse_algorithm(std::string_view name) {
     if (algorithm_name(a) == name) return a;
   }
   if (name == "auto") return Algorithm::kAuto;
-  throw InputError(fmt::format("unknown allreduce algorithm '{}'; valid: ring|tree|butterfly|onetoall|mpi|auto", name));
+  throw InputError(
+      fmt::format("unknown allreduce algorithm '{}'; valid: ring|tree|butterfly|onetoall|mpi|shm|auto", name));
 }
 
 std::span<const Algorithm> all_algorithms() { return kConcrete; }
@@ -71,6 +75,8 @@ CommCost allreduce_cost(Algorithm a, int p, int rank, std::size_t count, DType d
       return detail::onetoall_allreduce_cost(p, rank, count, elem, chunk_bytes);
     case Algorithm::kMpi:
       return detail::mpi_allreduce_cost_estimate(p, rank, count, elem);
+    case Algorithm::kShm:
+      return detail::shm_allreduce_cost(p, rank, count, elem);
     case Algorithm::kAuto:
       return allreduce_cost(choose_algorithm(p, count * elem), p, rank, count, dtype, chunk_bytes);
   }

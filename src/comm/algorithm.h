@@ -17,9 +17,9 @@
 
 namespace dtrain::comm {
 
-enum class Algorithm : std::uint8_t { kRing, kTree, kButterfly, kOneToAll, kMpi, kAuto };
+enum class Algorithm : std::uint8_t { kRing, kTree, kButterfly, kOneToAll, kMpi, kShm, kAuto };
 
-// "ring", "tree", "butterfly", "onetoall", "mpi", "auto".
+// "ring", "tree", "butterfly", "onetoall", "mpi", "shm", "auto".
 std::string_view algorithm_name(Algorithm a);
 // Parses the names above; throws InputError listing them.
 Algorithm parse_algorithm(std::string_view name);
@@ -33,7 +33,8 @@ std::span<const Algorithm> all_algorithms();
 //                                  2(p-1), which is what matters for small messages;
 //   otherwise                   -> ring: the same bytes per rank as butterfly (2n(p-1)/p) but
 //                                  neighbour-only traffic pipelined in chunks across its steps.
-// The MPI baseline is never chosen automatically.
+// The MPI baseline is never chosen automatically, nor is shm (it needs every rank on one host:
+// the performance model's choice, perfmodel/auto_choice.h, knows where the ranks run).
 Algorithm choose_algorithm(int world_size, std::size_t bytes);
 
 // What one rank does in one collective, the quantities the alpha-beta-gamma model charges.

@@ -37,7 +37,9 @@ std::vector<BenchRow> benchmark_allreduce(Communicator& comm, const BenchOptions
   std::vector<Algorithm> algorithms = options.algorithms;
   if (algorithms.empty()) {
     for (Algorithm a : all_algorithms()) {
-      if (a != Algorithm::kMpi || comm.transport().has_native_allreduce()) algorithms.push_back(a);
+      if (a == Algorithm::kMpi && !comm.transport().has_native_allreduce()) continue;
+      if (a == Algorithm::kShm && !comm.shares_memory()) continue;
+      algorithms.push_back(a);
     }
   }
   const int p = comm.size();
@@ -48,11 +50,21 @@ std::vector<BenchRow> benchmark_allreduce(Communicator& comm, const BenchOptions
     fmt::print(options.out, "# {:>10} {:>10} {:>12} {:>9} {:>9} {:>6}\n", "bytes", "algorithm", "time_us", "algbw",
                "busbw", "iters");
   }
-  // One buffer of the largest size for every measurement. Zeros keep the sums at zero, so
-  // repeated in-place calls never overflow or reach subnormals (which would slow the adds).
+  // One buffer of the largest size for every measurement, in memory the ranks share where they
+  // can (every algorithm runs on it; shm then reduces it in place, as a trainer's gradient buckets
+  // allocated there are). Zeros keep the sums at zero, so repeated in-place calls never overflow or
+  // reach subnormals (which would slow the adds).
   const std::size_t max_count = options.max_bytes / elem;
   Allocator& alloc = cpu_allocator();
-  void* buffer = alloc.allocate(max_count * elem);
+  const bool given = options.buffer.size() >= max_count * elem;
+  const bool shared = !given && std::find(algorithms.begin(), algorithms.end(), Algorithm::kShm) != algorithms.end() &&
+                      comm.shares_memory();
+  void* const buffer = given    ? options.buffer.data()
+                       : shared ? comm.allocate_shared(max_count * elem).data()
+                                : alloc.allocate(max_count * elem);
+  const auto release = [&] {
+    if (!given && !shared) alloc.deallocate(buffer, max_count * elem);
+  };
   std::memset(buffer, 0, max_count * elem);
   std::vector<BenchRow> rows;
   try {
@@ -85,10 +97,10 @@ std::vector<BenchRow> benchmark_allreduce(Communicator& comm, const BenchOptions
       }
     }
   } catch (...) {
-    alloc.deallocate(buffer, max_count * elem);
+    release();
     throw;
   }
-  alloc.deallocate(buffer, max_count * elem);
+  release();
   return rows;
 }
 

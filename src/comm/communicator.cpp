@@ -24,7 +24,7 @@ enum Kind { kAllreduce = 1, kBroadcast = 2, kAllgather = 3, kReduceScatter = 4, 
 }  // namespace
 
 Communicator::Communicator(Transport& transport, const CommOptions& options)
-    : transport_(&transport), options_(options) {
+    : transport_(&transport), options_(options), shared_(std::make_unique<detail::SharedMemory>()) {
   for (auto& l : lists_) l.reserve(64);
 }
 
@@ -49,6 +49,7 @@ void Communicator::run(int kind, Algorithm algorithm, Body&& body) {
     body(c);
   } catch (...) {
     c.cancel_all();
+    shared_->abandon();
     throw;
   }
   ++stats_.collectives;
@@ -80,6 +81,15 @@ void Communicator::allreduce(void* data, std::size_t count, DType dtype, Algorit
         break;
       case Algorithm::kMpi:
         if (count > 0) detail::mpi_allreduce(c, data, count, dtype);
+        break;
+      case Algorithm::kShm:
+        if (!shared_->available(c.transport, c.deadline)) {
+          throw InputError(
+              fmt::format("allreduce algorithm 'shm' needs every rank on one host, sharing memory; these {} ranks "
+                          "cannot (transport '{}'); pick ring|tree|butterfly|onetoall|mpi|auto",
+                          size(), transport_->name()));
+        }
+        shared_->allreduce(c, data, count, dtype);
         break;
       case Algorithm::kAuto:
         throw InternalError("auto resolved above");
@@ -124,6 +134,14 @@ void Communicator::reduce_scatter(void* data, std::size_t count_per_rank, DType 
   run(kReduceScatter, Algorithm::kRing, [&](detail::Collective& c) {
     detail::ring_reduce_scatter(c, data, count_per_rank * static_cast<std::size_t>(size()), dtype);
   });
+}
+
+bool Communicator::shares_memory() {
+  return shared_->available(*transport_, Deadline::after(options_.timeout_seconds));
+}
+
+std::span<std::byte> Communicator::allocate_shared(std::size_t bytes) {
+  return shared_->allocate(*transport_, bytes, Deadline::after(options_.timeout_seconds));
 }
 
 void Communicator::barrier() {

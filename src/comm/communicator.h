@@ -18,11 +18,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
 #include "comm/algorithm.h"
 #include "comm/algorithms/collective.h"
+#include "comm/algorithms/shared_memory.h"
 #include "comm/transport.h"
 #include "tensor/dtype.h"
 
@@ -66,7 +68,8 @@ class Communicator {
   const CommStats& stats() const { return stats_; }
 
   // Sums `count` elements of `dtype` (f32, f16, bf16) over all ranks, in place. kAuto picks by
-  // size (choose_algorithm); kMpi needs the MPI transport (InputError otherwise).
+  // size (choose_algorithm); kMpi needs the MPI transport and kShm every rank on one host
+  // (InputError otherwise, on every rank).
   void allreduce(void* data, std::size_t count, DType dtype, Algorithm algorithm = Algorithm::kAuto);
   // The same on a contiguous CPU tensor.
   void allreduce(const Tensor& tensor, Algorithm algorithm = Algorithm::kAuto);
@@ -83,6 +86,14 @@ class Communicator {
   // Returns once every rank has entered (dissemination barrier).
   void barrier();
 
+  // Collective. Whether the ranks can share memory (every rank on one host, a backend that maps
+  // it), so that allreduce(kShm) runs.
+  bool shares_memory();
+  // Collective: `bytes` of zeroed memory that every rank of the host maps, this rank's part of a
+  // new region (kept until the communicator dies); empty where !shares_memory(). allreduce(kShm)
+  // on a buffer inside it reads and writes it in place, with no copy (algorithms/shared_memory.h).
+  std::span<std::byte> allocate_shared(std::size_t bytes);
+
  private:
   template <typename Body>
   void run(int kind, Algorithm algorithm, Body&& body);
@@ -94,6 +105,7 @@ class Communicator {
   detail::Scratch scratch_;
   std::array<std::vector<Request>, detail::kRequestLists> lists_;
   std::array<char, 160> what_{};
+  std::unique_ptr<detail::SharedMemory> shared_;
 };
 
 }  // namespace dtrain::comm

@@ -30,6 +30,10 @@ class InstrumentedTransport final : public Transport {
   void native_allreduce(void* data, std::size_t count, DType dtype) override {
     inner_.native_allreduce(data, count, dtype);
   }
+  std::unique_ptr<SharedRegion> allocate_shared(std::size_t bytes_per_rank, const Deadline& deadline) override {
+    return inner_.allocate_shared(bytes_per_rank, deadline);
+  }
+  void throw_if_aborted() const override { inner_.throw_if_aborted(); }
 
   // Counts since construction or the last reset (bytes_reduced and rounds stay 0: the transport
   // cannot see them).

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -53,6 +56,9 @@ struct LocalWorld::Impl {
   std::mutex mu;
   std::vector<Rank> ranks;
   bool aborted = false;
+  // Memory of allocate_shared: kept until the world ends, so a rank that fails and unwinds never
+  // frees what a peer may still be writing.
+  std::vector<std::unique_ptr<std::byte[], void (*)(void*)>> shared_blocks;
   int abort_rank = -1;
   std::string abort_what;
 
@@ -91,6 +97,9 @@ struct LocalWorld::Impl {
 };
 
 namespace {
+
+// The tag of allocate_shared's address exchange (the collectives' tags stay below 16 * 8).
+constexpr int kSharedTag = 32000;
 
 class LocalTransport final : public Transport {
  public:
@@ -137,6 +146,37 @@ class LocalTransport final : public Transport {
   void cancel(std::span<Request> requests) noexcept override {
     std::unique_lock lock(w_.mu);
     cancel(lock, requests);
+  }
+
+  // The ranks are threads of one process: each allocates its own region and sends the others
+  // its address.
+  std::unique_ptr<SharedRegion> allocate_shared(std::size_t bytes_per_rank, const Deadline& deadline) override {
+    const std::size_t bytes = std::max<std::size_t>(64, (bytes_per_rank + 63) / 64 * 64);
+    auto* mine = static_cast<std::byte*>(std::aligned_alloc(64, bytes));
+    if (mine == nullptr) throw std::bad_alloc();
+    std::memset(mine, 0, bytes);
+    {
+      std::lock_guard lock(w_.mu);
+      w_.shared_blocks.emplace_back(mine, &std::free);
+    }
+    const int p = size();
+    std::vector<std::byte*> bases(static_cast<std::size_t>(p), nullptr);
+    bases[static_cast<std::size_t>(rank_)] = mine;
+    std::vector<Request> reqs;
+    for (int peer = 0; peer < p; ++peer) {
+      if (peer == rank_) continue;
+      reqs.push_back(isend(&bases[static_cast<std::size_t>(rank_)], sizeof(std::byte*), peer, kSharedTag));
+      reqs.push_back(irecv(&bases[static_cast<std::size_t>(peer)], sizeof(std::byte*), peer, kSharedTag));
+    }
+    waitall(reqs, deadline, "allocate_shared");
+    return std::make_unique<SharedRegion>(std::move(bases), bytes_per_rank);
+  }
+
+  void throw_if_aborted() const override {
+    std::lock_guard lock(w_.mu);
+    if (w_.aborted) {
+      throw CommError(fmt::format("rank {}: aborted because rank {} failed: {}", rank_, w_.abort_rank, w_.abort_what));
+    }
   }
 
   void waitall(std::span<Request> requests, const Deadline& deadline, std::string_view what) override {

@@ -36,6 +36,8 @@ void Transport::native_allreduce(void*, std::size_t, DType) {
                   name()));
 }
 
+std::unique_ptr<SharedRegion> Transport::allocate_shared(std::size_t, const Deadline&) { return nullptr; }
+
 void throw_timeout(int rank, std::span<const Request> pending, const Deadline& deadline, std::string_view what) {
   // Name each silent peer once, with what this rank was waiting for from it.
   std::vector<int> peers;

@@ -17,9 +17,11 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 
+#include "comm/shared_memory.h"
 #include "tensor/dtype.h"
 
 namespace dtrain::comm {
@@ -85,6 +87,14 @@ class Transport {
   virtual bool has_native_allreduce() const { return false; }
   // Throws InputError unless has_native_allreduce().
   virtual void native_allreduce(void* data, std::size_t count, DType dtype);
+
+  // Collective: every rank gets `bytes_per_rank` bytes (zeroed) that every other rank can address
+  // (shared_memory.h), or every rank gets null where the ranks cannot share memory (more than one
+  // host, or a backend without it).
+  virtual std::unique_ptr<SharedRegion> allocate_shared(std::size_t bytes_per_rank, const Deadline& deadline);
+  // Throws the CommError a wait of this transport would throw if the world was torn down (the
+  // local backend aborts every rank when one fails); spin-waits on shared memory call it.
+  virtual void throw_if_aborted() const {}
 };
 
 // Throws the CommError a backend raises when `pending` did not complete before the deadline:

@@ -52,8 +52,13 @@ bool plain_f32_of_shape(const Tensor& grad, const Shape& shape) {
 
 }  // namespace
 
-BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t bucket_bytes) {
+bool adopts_gradients(comm::Algorithm algorithm, DType comm_dtype) {
+  return !(algorithm == comm::Algorithm::kShm && comm_dtype == DType::kF32);
+}
+
+BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t bucket_bytes, bool adopt) {
   BucketLayout l;
+  l.adopt = adopt;
   l.bucket_of = std::vector<std::size_t>(numels.size(), 0);
   l.offset = std::vector<std::int64_t>(numels.size(), 0);
   std::int64_t filled = 0;
@@ -75,23 +80,28 @@ BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t b
 }
 
 GradientBuckets::GradientBuckets(const std::vector<Variable>& params, std::vector<std::string> names,
-                                 std::size_t bucket_bytes, DType comm_dtype, int sets, double grad_scale)
+                                 std::size_t bucket_bytes, DType comm_dtype, int sets, double grad_scale,
+                                 const BucketMemory& shared)
     : names_(std::move(names)), comm_dtype_(comm_dtype), grad_scale_(static_cast<float>(grad_scale)) {
   std::vector<std::int64_t> numels;
   for (const Variable& p : params) {
     numels.push_back(p.data().numel());
     shapes_.push_back(p.shape());
   }
-  layout_ = plan_buckets(numels, bucket_bytes);
+  const bool f32_wire = comm_dtype == DType::kF32;
+  layout_ = plan_buckets(numels, bucket_bytes, !(shared && f32_wire));
+  auto zeros = [&](std::int64_t n, DType dtype, bool reduced_in_place) {
+    return shared && reduced_in_place ? shared(n, dtype) : Tensor::zeros({n}, dtype);
+  };
   sets_.resize(static_cast<std::size_t>(sets));
   for (Set& s : sets_) {
     for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
       const std::int64_t n = layout_.bucket_elements[b];
       // A one-parameter bucket usually adopts its gradient: its own buffer waits for a step
       // that needs it.
-      s.owned.push_back(layout_.adopts_gradient(b) ? Tensor() : Tensor::zeros({n}));
+      s.owned.push_back(layout_.adopts_gradient(b) ? Tensor() : zeros(n, DType::kF32, f32_wire));
       s.f32.push_back(s.owned.back());
-      s.wire.push_back(comm_dtype == DType::kF32 ? Tensor() : Tensor::zeros({n}, comm_dtype));
+      s.wire.push_back(f32_wire ? Tensor() : zeros(n, comm_dtype, true));
     }
     s.unscaled.assign(layout_.buckets.size(), 0);
     s.missing.assign(layout_.buckets.size(), 0);

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,22 +45,35 @@ struct BucketLayout {
   std::vector<std::size_t> bucket_of;             // parameter index -> bucket
   std::vector<std::int64_t> offset;               // parameter index -> element offset in its bucket
   std::vector<std::int64_t> bucket_elements;
+  bool adopt = true;  // whether one-parameter buckets adopt their gradient
 
-  // A bucket of one parameter adopts that parameter's gradient instead of copying it (see above);
-  // the performance model charges the copies by the same rule.
-  bool adopts_gradient(std::size_t bucket) const { return buckets[bucket].size() == 1; }
+  // A bucket of one parameter adopts that parameter's gradient instead of copying it (see above),
+  // unless its f32 buffer must lie in shared memory (adopts_gradients); the performance model
+  // charges the copies by the same rule.
+  bool adopts_gradient(std::size_t bucket) const { return adopt && buckets[bucket].size() == 1; }
 };
 
 // Groups parameters (element counts in registration order) into buckets of at most
 // bucket_bytes of f32 (a larger parameter gets a bucket of its own), walking from the last
 // parameter to the first. bucket_bytes = 0 puts every parameter in its own bucket.
-BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t bucket_bytes);
+BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t bucket_bytes, bool adopt = true);
+
+// Whether one-parameter buckets adopt gradients for this allreduce: not when the allreduce runs
+// on the f32 bucket itself and that must lie in the ranks' shared memory (shm with f32 on the
+// wire: copying a gradient in costs one pass, staging it through shared memory two).
+bool adopts_gradients(comm::Algorithm algorithm, DType comm_dtype);
+
+// Memory for the buffers the allreduce runs on (the f32 buckets, or the f16/bf16 wire buffers):
+// `elements` of `dtype`, zeroed, alive as long as the buckets.
+using BucketMemory = std::function<Tensor(std::int64_t elements, DType dtype)>;
 
 class GradientBuckets {
  public:
-  // `sets` independent copies of the buffers (2 for double buffering).
+  // `sets` independent copies of the buffers (2 for double buffering). With `shared`, the buffers
+  // the allreduce runs on come from it (the ranks' shared memory for shm, so it reduces them in
+  // place), and one-parameter buckets adopt no f32 gradient (adopts_gradients).
   GradientBuckets(const std::vector<Variable>& params, std::vector<std::string> names, std::size_t bucket_bytes,
-                  DType comm_dtype, int sets, double grad_scale = 1.0);
+                  DType comm_dtype, int sets, double grad_scale = 1.0, const BucketMemory& shared = {});
 
   const BucketLayout& layout() const { return layout_; }
   std::size_t num_buckets() const { return layout_.buckets.size(); }

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,7 @@ class DataParallelUpdater : public Updater {
   std::vector<Variable> params_;
   std::vector<std::string> names_;
   std::unique_ptr<GradientBuckets> buckets_;
+  std::span<std::byte> shared_;        // the buckets' shared memory (shm), owned by the communicator
   int set_ = 0;                        // buffer set of the step in progress
   bool collecting_ = false;            // hooks copy gradients (last micro-batch only)
   std::vector<std::uint64_t> tickets_;  // per set: last job submitted

@@ -13,7 +13,21 @@ Storage::Storage(std::size_t bytes, Device device) : bytes_(bytes), device_(devi
   data_ = cpu_allocator().allocate(bytes);
 }
 
-Storage::~Storage() { cpu_allocator().deallocate(data_, bytes_); }
+Storage::Storage(void* external, std::size_t bytes)
+    : data_(external), bytes_(bytes), device_(Device::cpu()), owned_(false) {}
+
+Storage::~Storage() {
+  if (owned_) cpu_allocator().deallocate(data_, bytes_);
+}
+
+Tensor Tensor::over_external(void* data, const Shape& shape, DType dtype) {
+  Tensor t;
+  t.shape_ = shape;
+  t.numel_ = shape.numel();
+  t.dtype_ = dtype;
+  t.storage_ = std::make_shared<Storage>(data, t.nbytes());
+  return t;
+}
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, Layout layout) {
   if (!layout_supports(layout, shape)) {

@@ -18,6 +18,9 @@ namespace dtrain {
 class Storage {
  public:
   Storage(std::size_t bytes, Device device);
+  // CPU memory owned elsewhere (shared memory of a communicator), which must outlive this storage;
+  // never freed here.
+  Storage(void* external, std::size_t bytes);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -30,6 +33,7 @@ class Storage {
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
   Device device_;
+  bool owned_ = true;
 };
 
 template <typename T>
@@ -51,6 +55,9 @@ class Tensor {
   static Tensor zeros(const Shape& shape, DType dtype = DType::kF32, Device device = Device::cpu(),
                       Layout layout = Layout::kPlain);
   static Tensor full(const Shape& shape, double value, DType dtype = DType::kF32);
+  // A plain CPU tensor over `data` (aligned for dtype), memory owned elsewhere that must outlive
+  // the tensor and all its views.
+  static Tensor over_external(void* data, const Shape& shape, DType dtype = DType::kF32);
   // Plain CPU tensor holding `values` (converted to `dtype`); values.size() must equal numel.
   static Tensor from_vector(const std::vector<float>& values, const Shape& shape, DType dtype = DType::kF32);
   static Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType dtype = DType::kF64);

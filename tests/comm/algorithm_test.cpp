@@ -11,7 +11,7 @@ namespace {
 
 TEST(AlgorithmNames, RoundTripAndListValidNames) {
   for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kButterfly, Algorithm::kOneToAll, Algorithm::kMpi,
-                      Algorithm::kAuto}) {
+                      Algorithm::kShm, Algorithm::kAuto}) {
     EXPECT_EQ(parse_algorithm(algorithm_name(a)), a);
   }
   try {
@@ -19,7 +19,7 @@ TEST(AlgorithmNames, RoundTripAndListValidNames) {
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("'rabenseifner'"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("ring|tree|butterfly|onetoall|mpi|auto"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("ring|tree|butterfly|onetoall|mpi|shm|auto"), std::string::npos);
   }
 }
 
@@ -100,7 +100,7 @@ TEST(Benchmark, ReturnsOneRowPerSizeAndAlgorithmWithBusbw) {
     tables[static_cast<std::size_t>(comm.rank())] = benchmark_allreduce(comm, options);
   });
   const auto& rows = tables[0];
-  ASSERT_EQ(rows.size(), 3u * 4u);  // sizes 1, 4, 16 KiB x ring, tree, butterfly, onetoall (no mpi)
+  ASSERT_EQ(rows.size(), 3u * 5u);  // sizes 1, 4, 16 KiB x ring, tree, butterfly, onetoall, shm (no mpi)
   for (const BenchRow& row : rows) {
     EXPECT_NE(row.algorithm, Algorithm::kMpi);
     EXPECT_GT(row.seconds, 0);

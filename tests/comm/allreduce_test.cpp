@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <random>
+#include <span>
 #include <tuple>
 
 #include "comm/local_transport.h"
@@ -106,7 +108,7 @@ TEST_P(AllreduceExact, RandomDataWithinRoundingBoundAndIdenticalOnAllRanks) {
 
 INSTANTIATE_TEST_SUITE_P(Comm, AllreduceExact,
                          ::testing::Combine(::testing::Values(Algorithm::kRing, Algorithm::kTree, Algorithm::kButterfly,
-                                                              Algorithm::kOneToAll, Algorithm::kAuto),
+                                                              Algorithm::kOneToAll, Algorithm::kShm, Algorithm::kAuto),
                                             ::testing::Values(DType::kF32, DType::kF16, DType::kBF16)),
                          [](const auto& tp) { return testing::label(std::get<0>(tp.param), std::get<1>(tp.param)); });
 
@@ -123,6 +125,36 @@ TEST(Allreduce, MpiAlgorithmNeedsMpiTransport) {
         }
       },
       testing::test_options());
+}
+
+// Buffers in memory from allocate_shared are reduced in place by the peers (no staging copy); a
+// rank whose buffer lies elsewhere is staged, whatever the others do.
+TEST(Allreduce, ShmInSharedMemoryAndMixedWithPlainBuffers) {
+  for (int p : {1, 2, 3, 4, 7}) {
+    for (int plain_rank : {-1, 0, p - 1}) {
+      run_local(
+          p,
+          [&](Communicator& comm) {
+            ASSERT_TRUE(comm.shares_memory());
+            for (std::size_t count : testing::test_counts(p)) {
+              const TypedBuffer expected(DType::kF32, testing::closed_form_data(comm.rank(), count));
+              std::span<std::byte> shared = comm.allocate_shared(expected.bytes.size() + 64);
+              ASSERT_EQ(shared.size(), expected.bytes.size() + 64);
+              std::byte* data = shared.data() + 64;  // not at the region's start
+              std::vector<std::byte> plain(expected.bytes.size());
+              if (comm.rank() == plain_rank) data = plain.data();
+              if (count > 0) std::memcpy(data, expected.bytes.data(), expected.bytes.size());
+              comm.allreduce(data, count, DType::kF32, Algorithm::kShm);
+              const auto* got = reinterpret_cast<const float*>(data);
+              for (std::size_t i = 0; i < count; ++i) {
+                ASSERT_EQ(got[i], testing::closed_form_sum(p, i))
+                    << "p=" << p << " plain rank " << plain_rank << " count " << count << " element " << i;
+              }
+            }
+          },
+          testing::test_options());
+    }
+  }
 }
 
 TEST(Allreduce, RejectsNonFloatDtypes) {

@@ -49,7 +49,7 @@ TEST_P(AllreduceCost, InstrumentedCountsEqualTheCostFunction) {
 
 INSTANTIATE_TEST_SUITE_P(Comm, AllreduceCost,
                          ::testing::Values(Algorithm::kRing, Algorithm::kTree, Algorithm::kButterfly,
-                                           Algorithm::kOneToAll, Algorithm::kAuto),
+                                           Algorithm::kOneToAll, Algorithm::kShm, Algorithm::kAuto),
                          [](const auto& tp) { return std::string(algorithm_name(tp.param)); });
 
 TEST(CollectiveCost, BroadcastAllgatherReduceScatterBarrier) {

@@ -102,6 +102,11 @@ void check_timeout(int p, Algorithm algorithm) {
   run_local(
       p,
       [&](Communicator& comm) {
+        // shm finds out whether memory is shared on its first call: done by all, so the stuck rank
+        // misses only the allreduce.
+        if (algorithm == Algorithm::kShm) {
+          ASSERT_TRUE(comm.shares_memory());
+        }
         if (comm.rank() == kStuck) {
           while (finished.load() < p - 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
           return;
@@ -132,6 +137,8 @@ TEST(Timeout, DeadRankIsNamedWithinTheDeadline) {
   check_timeout(3, Algorithm::kTree);
   check_timeout(5, Algorithm::kButterfly);
   check_timeout(3, Algorithm::kOneToAll);
+  check_timeout(2, Algorithm::kShm);
+  check_timeout(4, Algorithm::kShm);
 }
 
 TEST(Timeout, ZeroMeansNoDeadline) {

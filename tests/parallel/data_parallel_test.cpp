@@ -1,6 +1,9 @@
 // Data-parallel training on the local-threads backend (each rank a thread): p ranks with batch B
 // each follow the loss curve of one process with batch p*B, for every algorithm; accumulation,
 // double buffering, f16/bf16 communication and the NaN check behave as documented.
+#include "parallel/data_parallel.h"
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,7 +17,6 @@
 #include "nn/linear.h"
 #include "nn/models/models.h"
 #include "nn/sequential.h"
-#include "parallel/data_parallel.h"
 
 namespace dtrain {
 namespace {
@@ -105,7 +107,7 @@ TEST_P(EveryAlgorithm, TwoRanksFollowTheSingleProcessLossCurve) {
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, EveryAlgorithm,
                          ::testing::Values(comm::Algorithm::kRing, comm::Algorithm::kTree, comm::Algorithm::kButterfly,
-                                           comm::Algorithm::kOneToAll, comm::Algorithm::kAuto),
+                                           comm::Algorithm::kOneToAll, comm::Algorithm::kShm, comm::Algorithm::kAuto),
                          [](const auto& p) { return std::string(comm::algorithm_name(p.param)); });
 
 TEST(DataParallel, ThreeRanksLeNet) {
@@ -125,12 +127,16 @@ TEST(DataParallel, AccumulationMatchesOneBigBatch) {
 
 TEST(DataParallel, HalfPrecisionCommunicationStaysClose) {
   const TrainRun reference = single_process("mlp", 64);
-  for (DType t : {DType::kF16, DType::kBF16}) {
-    DataParallelConfig c;
-    c.comm_dtype = t;
-    const TrainRun dp = train("mlp", 2, 64, c);
-    EXPECT_LT(max_relative_difference(dp.losses, reference.losses), t == DType::kF16 ? 1e-2 : 3e-2) << dtype_name(t);
-    EXPECT_GT(max_relative_difference(dp.losses, reference.losses), 0.0) << "the wire type had no effect";
+  for (comm::Algorithm a : {comm::Algorithm::kAuto, comm::Algorithm::kShm}) {
+    for (DType t : {DType::kF16, DType::kBF16}) {
+      DataParallelConfig c;
+      c.comm_dtype = t;
+      c.algorithm = a;
+      const TrainRun dp = train("mlp", 2, 64, c);
+      const std::string what = fmt::format("{} {}", comm::algorithm_name(a), dtype_name(t));
+      EXPECT_LT(max_relative_difference(dp.losses, reference.losses), t == DType::kF16 ? 1e-2 : 3e-2) << what;
+      EXPECT_GT(max_relative_difference(dp.losses, reference.losses), 0.0) << what << ": the wire type had no effect";
+    }
   }
 }
 
@@ -166,10 +172,13 @@ std::vector<double> single_process_one_step_stale(std::int64_t batch) {
 }
 
 TEST(DataParallel, DoubleBufferingUpdatesWithOneStepStaleGradients) {
+  const std::vector<double> stale = single_process_one_step_stale(64);
   DataParallelConfig c;
   c.double_buffering = true;
+  c.algorithm = comm::Algorithm::kShm;  // two sets of buckets in shared memory
+  EXPECT_LT(max_relative_difference(train("mlp", 2, 64, c).losses, stale), 1e-4) << "shm";
+  c.algorithm = comm::Algorithm::kAuto;
   const TrainRun dp = train("mlp", 2, 64, c);
-  const std::vector<double> stale = single_process_one_step_stale(64);
   EXPECT_LT(max_relative_difference(dp.losses, stale), 1e-4);
   const TrainRun fresh = single_process("mlp", 64);
   EXPECT_GT(max_relative_difference(dp.losses, fresh.losses), 1e-4) << "double buffering changed nothing";

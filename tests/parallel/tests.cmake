@@ -2,14 +2,14 @@
 if(DTRAIN_MPI AND EXISTS "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")
   find_package(Python3 COMPONENTS Interpreter REQUIRED)
   set(script ${CMAKE_CURRENT_SOURCE_DIR}/parallel/mpi_cli_test.py)
-  foreach(alg ring tree butterfly onetoall mpi)
+  foreach(alg ring tree butterfly onetoall mpi shm)
     add_test(NAME mpi_loss_curve_${alg} COMMAND ${Python3_EXECUTABLE} ${script} $<TARGET_FILE:dtrain_cli> loss_curve ${alg})
   endforeach()
   foreach(case disagree too_many_ranks killed_rank stale_momentum)
     add_test(NAME mpi_${case} COMMAND ${Python3_EXECUTABLE} ${script} $<TARGET_FILE:dtrain_cli> ${case})
   endforeach()
   set_property(TEST mpi_loss_curve_ring mpi_loss_curve_tree mpi_loss_curve_butterfly mpi_loss_curve_onetoall
-               mpi_loss_curve_mpi mpi_disagree mpi_too_many_ranks mpi_killed_rank mpi_stale_momentum
+               mpi_loss_curve_mpi mpi_loss_curve_shm mpi_disagree mpi_too_many_ranks mpi_killed_rank mpi_stale_momentum
                PROPERTY LABELS mpi)
   set_property(TEST mpi_killed_rank PROPERTY TIMEOUT 300)
 endif()

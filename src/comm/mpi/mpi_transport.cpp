@@ -11,6 +11,8 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <limits>
 #include <vector>
 
 #include "comm/reduce.h"
@@ -49,6 +51,22 @@ void sum_bf16(void* in, void* inout, int* len, MPI_Datatype*) {
 constexpr unsigned kSpinPolls = 1024;
 
 static_assert(sizeof(MPI_Request) <= sizeof(std::uintptr_t), "MPI_Request must fit Request::handle");
+
+// An MPI-3 shared-memory window: each rank's segment, mapped by every rank of the host.
+class MpiSharedRegion final : public SharedRegion {
+ public:
+  MpiSharedRegion(std::vector<std::byte*> bases, std::size_t bytes, MPI_Win win)
+      : SharedRegion(std::move(bases), bytes), win_(win) {}
+  ~MpiSharedRegion() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    // MPI_Win_free waits for every rank: after an error it could wait forever.
+    if (!finalized && !abandoned() && std::uncaught_exceptions() == 0) MPI_Win_free(&win_);
+  }
+
+ private:
+  MPI_Win win_;
+};
 
 class MpiTransport final : public Transport {
  public:
@@ -133,6 +151,41 @@ class MpiTransport final : public Transport {
   }
 
   bool has_native_allreduce() const override { return true; }
+
+  // Every rank on one host (MPI_Comm_split_type's shared-memory group is the whole world): a
+  // shared window with a segment per rank. Otherwise null on every rank.
+  std::unique_ptr<SharedRegion> allocate_shared(std::size_t bytes_per_rank, const Deadline&) override {
+    MPI_Comm node = MPI_COMM_NULL;
+    check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), rank_, "MPI_Comm_split_type");
+    int node_size = 0;
+    MPI_Comm_size(node, &node_size);
+    MPI_Comm_free(&node);
+    if (node_size != size_) return nullptr;
+    const std::size_t bytes = std::max<std::size_t>(64, (bytes_per_rank + 63) / 64 * 64);
+    if (bytes > static_cast<std::size_t>(std::numeric_limits<MPI_Aint>::max())) {
+      throw InputError(fmt::format("shared memory of {} B per rank is more than MPI can map", bytes));
+    }
+    MPI_Info info = MPI_INFO_NULL;
+    MPI_Info_create(&info);
+    // Each rank's segment on its own pages (first touched by its owner), not one contiguous block.
+    MPI_Info_set(info, "alloc_shared_noncontig", "true");
+    void* mine = nullptr;
+    MPI_Win win = MPI_WIN_NULL;
+    const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, comm_, &mine, &win);
+    MPI_Info_free(&info);
+    check(rc, rank_, "MPI_Win_allocate_shared");
+    std::vector<std::byte*> bases(static_cast<std::size_t>(size_));
+    for (int r = 0; r < size_; ++r) {
+      MPI_Aint size = 0;
+      int unit = 0;
+      void* base = nullptr;
+      check(MPI_Win_shared_query(win, r, &size, &unit, &base), rank_, "MPI_Win_shared_query");
+      bases[static_cast<std::size_t>(r)] = static_cast<std::byte*>(base);
+    }
+    std::memset(mine, 0, bytes);
+    check(MPI_Barrier(comm_), rank_, "MPI_Barrier");  // every segment zeroed before anyone uses one
+    return std::make_unique<MpiSharedRegion>(std::move(bases), bytes_per_rank, win);
+  }
 
   void native_allreduce(void* data, std::size_t count, DType dtype) override {
     check_reducible(dtype, "allreduce(mpi)");

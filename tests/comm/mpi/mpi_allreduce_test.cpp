@@ -108,7 +108,7 @@ TEST_P(VersusMpi, RandomDataAgreesWithMpiAllreduceWithinRounding) {
 
 INSTANTIATE_TEST_SUITE_P(Mpi, VersusMpi,
                          ::testing::Combine(::testing::Values(Algorithm::kRing, Algorithm::kTree, Algorithm::kButterfly,
-                                                              Algorithm::kOneToAll, Algorithm::kAuto),
+                                                              Algorithm::kOneToAll, Algorithm::kShm, Algorithm::kAuto),
                                             ::testing::Values(DType::kF32, DType::kF16, DType::kBF16)),
                          [](const auto& tp) { return testing::label(std::get<0>(tp.param), std::get<1>(tp.param)); });
 

@@ -1,0 +1,153 @@
+#include "comm/algorithms/shared_memory.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "comm/reduce.h"
+#include "core/error.h"
+
+namespace dtrain::comm::detail {
+namespace {
+
+// Each rank's line in the control region: its barrier phase, and where its data lies for the
+// current collective (a region index, or kStaged, and the offset in this rank's part of it).
+struct alignas(64) ControlLine {
+  std::uint64_t phase;
+  std::int64_t region;
+  std::uint64_t offset;
+};
+constexpr std::int64_t kStaged = -1;
+// Elements reduced and copied out at a time: the sum stays in the L1/L2 cache for the copies.
+constexpr std::size_t kChunkBytes = std::size_t{32} << 10;
+
+ControlLine& line(const SharedRegion& control, int rank) { return *reinterpret_cast<ControlLine*>(control.base(rank)); }
+
+std::uint64_t load_phase(const SharedRegion& control, int rank) {
+  return std::atomic_ref<std::uint64_t>(line(control, rank).phase).load(std::memory_order_acquire);
+}
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+SharedMemory::~SharedMemory() = default;
+
+bool SharedMemory::available(Transport& t, const Deadline& deadline) {
+  if (!probed_) {
+    control_ = t.allocate_shared(sizeof(ControlLine), deadline);
+    probed_ = true;
+  }
+  return control_ != nullptr;
+}
+
+std::span<std::byte> SharedMemory::allocate(Transport& t, std::size_t bytes, const Deadline& deadline) {
+  if (!available(t, deadline)) return {};
+  regions_.push_back(t.allocate_shared(bytes, deadline));
+  DT_CHECK(regions_.back() != nullptr, "shared memory was available for the control region only");
+  return {regions_.back()->base(t.rank()), bytes};
+}
+
+void SharedMemory::abandon() {
+  if (control_) control_->abandon();
+  for (auto& r : regions_) r->abandon();
+  if (staging_) staging_->abandon();
+}
+
+// Every rank raises its phase, then waits for every other rank's to reach it. One flag per rank
+// serves every barrier: a rank already in the next barrier has a higher phase, which also passes.
+void SharedMemory::barrier(Collective& c) {
+  const int me = c.rank(), p = c.size();
+  ++phase_;
+  std::atomic_ref<std::uint64_t>(line(*control_, me).phase).store(phase_, std::memory_order_release);
+  for (int r = 0; r < p; ++r) {
+    for (std::uint64_t spins = 1; load_phase(*control_, r) < phase_; ++spins) {
+      if (spins % 64 != 0) {
+        cpu_relax();
+        continue;
+      }
+      std::this_thread::yield();  // ranks may outnumber the cores
+      if (spins % 4096 != 0) continue;
+      c.transport.throw_if_aborted();
+      if (c.deadline.expired()) {
+        std::string late;
+        int count = 0;
+        for (int q = 0; q < p; ++q) {
+          if (load_phase(*control_, q) >= phase_) continue;
+          late += fmt::format("{}{}", count++ > 0 ? ", " : "", q);
+        }
+        throw CommError(fmt::format("rank {}: {} timed out after {} s waiting for rank{} {} (not in the collective)",
+                                    me, c.what, c.deadline.timeout_seconds(), count > 1 ? "s" : "", late));
+      }
+    }
+  }
+}
+
+void SharedMemory::allreduce(Collective& c, void* data, std::size_t count, DType dtype) {
+  const int me = c.rank(), p = c.size();
+  if (p == 1 || count == 0) return;
+  DT_CHECK(control_ != nullptr, "allreduce(shm) without shared memory");
+  const std::size_t elem = dtype_size(dtype), bytes = count * elem;
+  // Where this rank's data lies: in a region from allocate(), or staged.
+  auto* mine = static_cast<std::byte*>(data);
+  ControlLine& own = line(*control_, me);
+  own.region = kStaged;
+  own.offset = 0;
+  for (std::size_t k = 0; k < regions_.size(); ++k) {
+    std::byte* base = regions_[k]->base(me);
+    if (mine >= base && mine + bytes <= base + regions_[k]->bytes()) {
+      own.region = static_cast<std::int64_t>(k);
+      own.offset = static_cast<std::uint64_t>(mine - base);
+    }
+  }
+  barrier(c);
+  bool staged = false;
+  for (int r = 0; r < p; ++r) staged = staged || line(*control_, r).region == kStaged;
+  if (staged) {
+    // Every rank sees the same descriptors, so all of them grow the staging buffer together.
+    if (!staging_ || staging_->bytes() < bytes) {
+      staging_.reset();
+      staging_ = c.transport.allocate_shared(bytes, c.deadline);
+    }
+    if (own.region == kStaged) std::memcpy(staging_->base(me), mine, bytes);
+    barrier(c);
+  }
+  auto buffer = [&](int r) {
+    const ControlLine& l = line(*control_, r);
+    return l.region == kStaged ? staging_->base(r) : regions_[static_cast<std::size_t>(l.region)]->base(r) + l.offset;
+  };
+  std::byte* const sum = buffer(me);
+  const Block b = block_of(count, p, me);
+  const std::size_t step = std::max<std::size_t>(1, kChunkBytes / elem);
+  for (std::size_t at = b.offset; at < b.offset + b.count; at += step) {
+    const std::size_t n = std::min(step, b.offset + b.count - at);
+    for (int r = 0; r < p; ++r) {
+      if (r != me) c.reduce(sum + at * elem, buffer(r) + at * elem, n, dtype);
+    }
+    for (int r = 0; r < p; ++r) {
+      if (r != me) std::memcpy(buffer(r) + at * elem, sum + at * elem, n * elem);
+    }
+  }
+  barrier(c);
+  if (own.region == kStaged) std::memcpy(mine, staging_->base(me), bytes);
+}
+
+CommCost shm_allreduce_cost(int p, int rank, std::size_t count, std::size_t elem) {
+  CommCost cost;
+  if (p == 1 || count == 0) return cost;
+  const std::uint64_t block = block_of(count, p, rank).count * elem;
+  const auto peers = static_cast<std::uint64_t>(p - 1);
+  cost.rounds = 2;
+  cost.beta_bytes = 2 * peers * block;
+  cost.bytes_reduced = peers * block;
+  return cost;
+}
+
+}  // namespace dtrain::comm::detail
