@@ -150,7 +150,7 @@ Action register_bench(CLI::App& app) {
   train->add_option("--seed", o->seed, "Seed of parameters and data")->capture_default_str();
   train
       ->add_option("--allreduce", o->allreduce,
-                   "Under mpirun: allreduce algorithm (ring, tree, butterfly, onetoall, mpi, auto)")
+                   "Under mpirun: allreduce algorithm (ring, tree, butterfly, onetoall, mpi, shm, auto)")
       ->capture_default_str();
   train->add_option("--comm-dtype", o->comm_dtype, "Under mpirun: f32, f16 or bf16 gradients on the wire")
       ->capture_default_str();

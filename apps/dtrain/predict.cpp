@@ -77,8 +77,8 @@ std::vector<int> parse_workers(const std::string& s) {
   return out;
 }
 
-// --allreduce entries: the collectives of comm/ (ring, tree, butterfly, onetoall, mpi, auto) or
-// "ps" for the parameter server.
+// --allreduce entries: the collectives of comm/ (ring, tree, butterfly, onetoall, mpi, shm,
+// auto) or "ps" for the parameter server.
 std::vector<perf::RunConfig> configurations(const PredictOptions& o, perf::Sync sync) {
   perf::RunConfig base;
   base.batch_per_worker = o.batch_per_worker;
@@ -100,7 +100,7 @@ std::vector<perf::RunConfig> configurations(const PredictOptions& o, perf::Sync 
         c.algorithm = comm::parse_algorithm(name);
       } catch (const InputError&) {
         throw InputError(
-            fmt::format("unknown --allreduce '{}'; valid: ring, tree, butterfly, onetoall, mpi, auto, ps "
+            fmt::format("unknown --allreduce '{}'; valid: ring, tree, butterfly, onetoall, mpi, shm, auto, ps "
                         "(parameter server)",
                         name));
       }
@@ -246,7 +246,7 @@ Action register_predict(CLI::App& app) {
   p->add_option("--sync", o->sync, "bsp, ssp or asp (ssp and asp: parameter server)")->capture_default_str();
   CLI::Option* allreduce =
       p->add_option("--allreduce", o->allreduce,
-                    "Exchanges to compare, comma-separated: ring, tree, butterfly, onetoall, mpi, auto, ps")
+                    "Exchanges to compare, comma-separated: ring, tree, butterfly, onetoall, mpi, shm, auto, ps")
           ->capture_default_str();
   p->add_option("--servers", o->servers, "Parameter-server shards (with --allreduce ps)")->capture_default_str();
   p->add_option("--epochs", o->epochs, "Epochs to predict")->capture_default_str();

@@ -238,7 +238,12 @@ int run_train(TrainOptions o) {
 
   std::unique_ptr<Updater> updater;
   if (group.active()) {
-    updater = std::make_unique<DataParallelUpdater>(*model, *optimizer, *group.worker, dp);
+    auto dpu = std::make_unique<DataParallelUpdater>(*model, *optimizer, *group.worker, dp);
+    if (dp.algorithm == comm::Algorithm::kAuto && dpu->algorithm() == comm::Algorithm::kShm) {
+      if (leader) fmt::print("--allreduce auto: shm (every rank on one host, sharing memory)\n");
+      config["allreduce_chosen"] = "shm";  // for dtrain explain (after the checkpointer took its copy)
+    }
+    updater = std::move(dpu);
   } else {
     if (o.accumulate != 1 || o.double_buffering) {
       throw InputError("--accumulate and --double-buffering need a data-parallel run (start dtrain under mpirun)");
@@ -354,9 +359,10 @@ Action register_train(CLI::App& app) {
   t->add_option("--seed", o->seed, "Seed of initialisation, shuffling and augmentation (runs are deterministic)")
       ->capture_default_str();
   t->add_option("--log", o->log, "JSONL metrics log ('' for none); written by rank 0")->capture_default_str();
-  t->add_option(
-       "--allreduce", o->allreduce,
-       "Under mpirun: gradient allreduce algorithm: ring, tree, butterfly, onetoall, mpi (MPI_Allreduce), auto")
+  t->add_option("--allreduce", o->allreduce,
+                "Under mpirun: gradient allreduce algorithm: ring, tree, butterfly, onetoall, mpi (MPI_Allreduce), shm "
+                "(ranks of "
+                "one host reducing in shared memory), auto")
       ->capture_default_str();
   t->add_option("--comm-dtype", o->comm_dtype, "Under mpirun: gradients on the wire as f32, f16 or bf16")
       ->capture_default_str();

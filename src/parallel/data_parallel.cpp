@@ -26,6 +26,14 @@ DataParallelUpdater::DataParallelUpdater(Module& model, Optimizer& optimizer, Co
 
   const int sets = config_.double_buffering ? 2 : 1;
   const double grad_scale = 1.0 / (static_cast<double>(worker_.communicator().size()) * config_.accumulate);
+  // auto without a performance model's choice: shm where every rank is on one host (on the
+  // development VM 4-10x faster than the ring from 64 KiB to 64 MiB on 2 ranks, README), else the
+  // communicator's rule by bucket size.
+  if (config_.algorithm == comm::Algorithm::kAuto && worker_.communicator().size() > 1) {
+    worker_.run([this](comm::Communicator& c) {
+      if (c.shares_memory()) config_.algorithm = comm::Algorithm::kShm;
+    });
+  }
   // shm reduces buffers in the ranks' shared memory in place: the buffers it runs on are carved
   // out of one region (64-byte aligned), allocated by every rank together.
   BucketMemory shared;

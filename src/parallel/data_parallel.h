@@ -30,6 +30,7 @@
 namespace dtrain {
 
 struct DataParallelConfig {
+  // kAuto: shm where every rank is on one host, else the communicator's choice per bucket size.
   comm::Algorithm algorithm = comm::Algorithm::kAuto;
   DType comm_dtype = DType::kF32;
   std::size_t bucket_bytes = std::size_t{1} << 20;
@@ -46,6 +47,9 @@ class DataParallelUpdater : public Updater {
   StepResult update(const Batch& batch, std::int64_t iteration) override;
   void flush() override;
   const GradientBuckets& buckets() const { return *buckets_; }
+  // The allreduce the buckets use: the configured one, or what kAuto resolved to at start-up
+  // (shm, or kAuto again: the communicator's choice per bucket).
+  comm::Algorithm algorithm() const { return config_.algorithm; }
   // Each bucket's allreduce and the update, for traces; null to stop. Must outlive the jobs
   // submitted while it is set.
   void set_observer(UpdateObserver* observer) { observer_ = observer; }

@@ -48,9 +48,41 @@ double ladder_seconds_per_byte(const ExchangeLadder& ladder, const AllreducePlan
   return ((1 - w) * interpolate_points(ladder.one_pair, moved) + w * all_pairs) / moved;
 }
 
+// Measured times at count * dtype bytes; the latency part is the line's intercept at zero bytes.
+AllreduceTime measured_time(const MeasuredAllreduce& m, const AllreducePlan& plan, std::size_t count) {
+  const double seconds = interpolate_measured(m, static_cast<double>(count * dtype_size(plan.dtype)));
+  return {seconds, std::clamp(interpolate_measured(m, 0), 0.0, seconds)};
+}
+
+// shm (comm/algorithms/shared_memory.h) sends no messages, so no link prices it: where dtrain
+// calibrate timed it for this many workers, its times; otherwise its cost's terms at the host's
+// memory rates: each of the two flag barriers a cache-line round trip between cores (the same-host
+// link's latency where the profile has none), the bytes read from and written into the peers'
+// buffers at the rate a gradient is copied into its bucket (both are copies between buffers that
+// other cores touched last), and the additions at the reduce rate.
+AllreduceTime shm_time(const AllreducePlan& plan, std::size_t count, const Profile& profile) {
+  const int p = plan.workers;
+  const int k = std::max(1, profile.node.accelerators);
+  if (p > k) {
+    throw InputError(
+        fmt::format("--allreduce shm needs every worker on one host, but {} workers need {} nodes of {} "
+                    "accelerator(s) in the profile '{}'; choose another algorithm (ring, tree, butterfly, onetoall, "
+                    "mpi, auto)",
+                    p, (p + k - 1) / k, k, profile.name));
+  }
+  if (profile.shm_allreduce && profile.shm_allreduce->workers == p)
+    return measured_time(*profile.shm_allreduce, plan, count);
+  const DeviceProfile& dev = profile.device;
+  const double alpha =
+      profile.node.core_round_trip ? profile.node.core_round_trip->value : profile.node.intra_link.latency.value;
+  // gradient_copy_seconds() is per f32 element, 4 bytes.
+  const comm::AlphaBetaGamma m{alpha, dev.gradient_copy_seconds() / 4, 1.0 / dev.reduce.value};
+  return time_on(comm::Algorithm::kShm, p, count, plan.dtype, m, plan.chunk_bytes);
+}
+
 }  // namespace
 
-double interpolate_measured(const MpiAllreduceProfile& m, double bytes) { return interpolate_points(m.points, bytes); }
+double interpolate_measured(const MeasuredAllreduce& m, double bytes) { return interpolate_points(m.points, bytes); }
 
 double interpolate_points(const std::vector<std::pair<double, double>>& pts, double bytes) {
   DT_CHECK(!pts.empty(), "no measured points");
@@ -92,12 +124,10 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
   const int p = plan.workers;
   DT_CHECK(p >= 1, "workers {}", p);
   if (p == 1 || count == 0) return {};
+  if (plan.algorithm == comm::Algorithm::kShm) return shm_time(plan, count, profile);
   if (plan.algorithm == comm::Algorithm::kMpi && !plan.hierarchical && profile.mpi_allreduce &&
       profile.mpi_allreduce->workers == p) {
-    const double seconds =
-        interpolate_measured(*profile.mpi_allreduce, static_cast<double>(count * dtype_size(plan.dtype)));
-    // The latency part: the measured line's intercept at zero bytes.
-    return {seconds, std::clamp(interpolate_measured(*profile.mpi_allreduce, 0), 0.0, seconds)};
+    return measured_time(*profile.mpi_allreduce, plan, count);
   }
   const int k = std::max(1, profile.node.accelerators);
   const DeviceProfile& dev = profile.device;
@@ -132,6 +162,11 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
   t.seconds += across.seconds;
   t.latency += across.latency;
   return t;
+}
+
+bool shm_candidate(const Profile& p, int workers) {
+  return workers > 1 && workers <= std::max(1, p.node.accelerators) && p.shm_allreduce &&
+         p.shm_allreduce->workers == workers;
 }
 
 }  // namespace dtrain::perf

@@ -17,7 +17,13 @@
 //     all-gather phases), and between them the chosen algorithm over the nodes on each rank's
 //     1/k share of the data, the k shares of a node crossing its network link side by side.
 //   - `mpi` on a profile that timed the MPI library's allreduce for this many workers (dtrain
-//     calibrate: profile.h, MpiAllreduceProfile): the measured times, interpolated in bytes.
+//     calibrate: profile.h, MeasuredAllreduce): the measured times, interpolated in bytes.
+//   - `shm` (comm/algorithms/shared_memory.h): every worker must be on one node (InputError
+//     otherwise). On a profile that timed it for this many workers (profile.h: shm_allreduce),
+//     the measured times, interpolated in bytes; otherwise its cost's terms (comm::allreduce_cost:
+//     2 rounds, beta bytes, bytes reduced) at the node's core round trip per round (the intra-node
+//     link's latency where absent), the device's gradient-copy rate per byte moved and its reduce
+//     rate. It sends no messages, so no link's bandwidth enters.
 #pragma once
 
 #include <cstddef>
@@ -45,11 +51,22 @@ struct AllreduceTime {
 
 AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const Profile& profile);
 
+// Whether shm is a candidate for `workers` workers on `profile`: more than one, all on one node
+// (node-major placement: workers <= accelerators; shm needs every rank on one host), and the
+// profile has shm_allreduce timed for that worker count. Its formula alone (allreduce_time.h)
+// prices memory traffic with rates measured for other purposes, too rough to pick it over a
+// collective that runs anywhere, and a spec-sheet GPU profile has no shared memory between
+// devices to run it on.
+bool shm_candidate(const Profile& profile, int workers);
+// The trainer's `auto` without a profile's choice runs shm wherever every rank is on one host
+// (parallel/data_parallel.h); the model's `auto` follows it where it can price it
+// (shm_candidate), else the communicator's size rule.
+
 // Seconds of an allreduce of `bytes` from measured points: linear in bytes between the two points
 // around it (time is an affine function of the bytes between sizes where the library keeps its
 // algorithm), along the last two points' line above the largest and the first two points' line
 // below the smallest (never below a tenth of the smallest time); one point scales with the bytes.
-double interpolate_measured(const MpiAllreduceProfile& m, double bytes);
+double interpolate_measured(const MeasuredAllreduce& m, double bytes);
 // The same interpolation over (bytes, seconds) points, bytes ascending (non-empty).
 double interpolate_points(const std::vector<std::pair<double, double>>& points, double bytes);
 

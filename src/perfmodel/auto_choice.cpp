@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "perfmodel/allreduce_time.h"
 #include "perfmodel/report.h"
 
 namespace dtrain::perf {
@@ -24,6 +25,7 @@ AutoChoice choose_by_prediction(const Workload& w, const Profile& p, const RunCo
   if (choose_algorithm) {
     algorithms = {comm::Algorithm::kRing, comm::Algorithm::kTree, comm::Algorithm::kButterfly,
                   comm::Algorithm::kOneToAll};
+    if (shm_candidate(p, base.workers)) algorithms.push_back(comm::Algorithm::kShm);
   }
   std::vector<std::size_t> buckets{base.bucket_bytes};
   if (choose_bucket) buckets = bucket_candidates(w);

@@ -3,9 +3,10 @@
 // trial runs (Horovod's autotuner times real steps instead).
 //
 // Candidates: dtrain's own collectives (ring, tree, butterfly, onetoall; "mpi" is left out: its
-// cost is an estimate of whatever Open MPI picks at run time, not a count of what it sends), and
-// bucket sizes 0 (one bucket per parameter), 64 KiB, 128 KiB, ... doubling up to the first size
-// that holds all gradients in one bucket. Ties go to the earlier candidate in that order.
+// cost is an estimate of whatever Open MPI picks at run time, not a count of what it sends), shm
+// where it can run and was measured (shm_candidate), and bucket sizes 0 (one bucket per
+// parameter), 64 KiB, 128 KiB, ... doubling up to the first size that holds all gradients in one
+// bucket. Ties go to the earlier candidate in that order.
 #pragma once
 
 #include <string>

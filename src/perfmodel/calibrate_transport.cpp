@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <span>
 
 #include "comm/algorithms/collective.h"
 #include "comm/hosts.h"
@@ -42,6 +43,11 @@ constexpr int kMpiMinRounds = 5, kMpiMaxRounds = 20;
 // its mean 2.5-5.7x the neighbouring sizes' per byte; a step's buckets did not see such stalls
 // (mlp's f16 steps, a 512 KiB and an 800 KB bucket, took 12-13 ms in all).
 constexpr double kMpiStall = 3.0;
+// shm's ladder: the same sizes as MPI's, on one buffer of the largest size in shared memory. It
+// moves memory between cores, not messages (64 MiB on 2 ranks: milliseconds, not seconds), so it
+// stops after the first size this slow, and fewer rounds suffice.
+constexpr double kShmSeconds = 0.1;
+constexpr int kShmMinRounds = 3, kShmMaxRounds = 10;
 
 // Mean of `value` over the ranks that pass active = true; the same on every rank.
 double mean_over_active(comm::Communicator& c, double value, bool active) {
@@ -324,6 +330,41 @@ std::vector<int> busy_partners(const TransportCalibration& t) {
   return partner;
 }
 
+// dtrain's shm allreduce at the sizes of MPI's ladder, the same way (a warm-up pass that finds
+// where the ladder stops, then rounds of every size in ascending order, each call after a
+// barrier), on a buffer from allocate_shared so it runs in place as it does on the trainer's
+// buckets (parallel/buckets.h). The median of a size's calls, not their mean: shm has no link
+// whose state a call inherits, and with ranks sharing cores an occasional call waits for a peer
+// the scheduler took away, which the step model charges through the step variation, not here.
+std::vector<std::pair<std::size_t, double>> time_shm_allreduce(comm::Communicator& c, double min_seconds) {
+  std::vector<std::pair<std::size_t, double>> out;
+  if (c.size() < 2 || !c.shares_memory()) return out;
+  // Every rank allocates together, once; zeros: never subnormal.
+  const std::span<std::byte> region = c.allocate_shared(kMpiMaxBytes);
+  float* const buffer = reinterpret_cast<float*>(region.data());
+  auto call = [&](std::size_t bytes) {
+    c.barrier();
+    const Stopwatch sw;
+    c.allreduce(buffer, bytes / sizeof(float), DType::kF32, comm::Algorithm::kShm);
+    return sw.seconds();
+  };
+  double round_seconds = 0;
+  for (std::size_t bytes = kMpiFirstBytes; bytes <= kMpiMaxBytes; bytes *= 2) {
+    const double warm = mean_over_active(c, call(bytes), true);
+    out.emplace_back(bytes, 0.0);
+    round_seconds += warm;
+    if (warm >= kShmSeconds) break;
+  }
+  const int rounds =
+      std::clamp(static_cast<int>(min_seconds / std::max(round_seconds, 1e-6)), kShmMinRounds, kShmMaxRounds);
+  std::vector<std::vector<double>> calls(out.size());
+  for (int r = 0; r < rounds; ++r) {
+    for (std::size_t i = 0; i < out.size(); ++i) calls[i].push_back(call(out[i].first));
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) out[i].second = mean_over_active(c, median(calls[i]), true);
+  return out;
+}
+
 TransportCalibration calibrate_transport(comm::Communicator& c, double min_seconds) {
   const int p = c.size();
   TransportCalibration out;
@@ -364,6 +405,9 @@ TransportCalibration calibrate_transport(comm::Communicator& c, double min_secon
   c.barrier();
   out.reduce = 1.0 / mean_over_active(c, 1.0 / reduce_rate(min_seconds), true);
   out.mpi_allreduce = time_mpi_allreduce(c, min_seconds);
+  // Where the ranks span hosts the model never runs shm (allreduce_time.h), even if they share
+  // memory (two network namespaces of one machine emulating two hosts).
+  if (members.size() == 1) out.shm_allreduce = time_shm_allreduce(c, min_seconds);
   return out;
 }
 

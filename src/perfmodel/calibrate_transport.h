@@ -30,7 +30,14 @@
 //                (a step's buckets come in mixed sizes), each call after a barrier, the mean of
 //                a size's calls. The library picks its algorithm and protocol by size, so the
 //                model interpolates these times rather than pricing an algorithm it cannot see
-//                (allreduce_time.h).
+//                (allreduce_time.h);
+//   shm          where the ranks share memory and are all on one host: dtrain's `shm` allreduce
+//                of f32 over all the ranks on one buffer from allocate_shared (in place, as on
+//                the trainer's buckets), at the same sizes up to the first one call of which
+//                takes 0.1 s: a warm-up pass, then 3 to 10 rounds in ascending order, each call
+//                after a barrier, the median of a size's calls. Its cost is memory traffic
+//                between cores, whose rate the caches set by size, so the model interpolates
+//                these times too.
 // Same-host pairs are measured all at once (ranks sharing a host share its cores and memory in a
 // collective too); across hosts one pair measures the link alone (the model divides it among the
 // flows that share it, allreduce_time.h). A host with one rank has no same-host partner: its
@@ -68,6 +75,9 @@ struct TransportCalibration {
   // (bytes, seconds) of MPI_Allreduce over all ranks; empty for one rank or a transport without
   // a native allreduce.
   std::vector<std::pair<std::size_t, double>> mpi_allreduce;
+  // (bytes, seconds) of the shm allreduce over all ranks; empty for one rank or ranks that do not
+  // share memory.
+  std::vector<std::pair<std::size_t, double>> shm_allreduce;
 };
 
 // A collective: every rank of `comm` calls it; the result is the same on every rank.
@@ -80,6 +90,10 @@ void exchange_bytes(comm::Communicator& comm, int peer, const void* send, void* 
 // Mean seconds of one exchange of `bytes` between partners (partner[r]: r's partner, -1 idle),
 // all pairs at once, over the active ranks; a collective, the same on every rank.
 double time_exchanges(comm::Communicator& comm, const std::vector<int>& partner, std::size_t bytes, double min_seconds);
+// The shm column of the calibration (see above): (bytes, seconds) of dtrain's shm allreduce over
+// all ranks; empty for one rank or ranks that do not share memory. A collective, the same on
+// every rank; it keeps max-size bytes of shared memory per rank for the communicator's life.
+std::vector<std::pair<std::size_t, double>> time_shm_allreduce(comm::Communicator& comm, double min_seconds);
 // Pairs for measuring communication beside compute: consecutive ranks of each host when a host
 // has two, else the first rank of host 0 with the first of host 1; empty with one rank.
 std::vector<int> busy_partners(const TransportCalibration& t);

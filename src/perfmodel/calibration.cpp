@@ -217,7 +217,7 @@ Profile calibrated_profile(const Calibration& c) {
         std::nullopt};
   }
   if (!c.transport.mpi_allreduce.empty()) {
-    MpiAllreduceProfile m;
+    MeasuredAllreduce m;
     m.workers = c.ranks;
     m.points = as_points(c.transport.mpi_allreduce);
     m.source =
@@ -227,6 +227,17 @@ Profile calibrated_profile(const Calibration& c) {
                      "stalls; {}",
                      c.ranks, layout);
     p.mpi_allreduce = m;
+  }
+  if (!c.transport.shm_allreduce.empty()) {
+    MeasuredAllreduce m;
+    m.workers = c.ranks;
+    m.points = as_points(c.transport.shm_allreduce);
+    m.source = origin + fmt::format(
+                            "; dtrain's shm allreduce of f32 over the {} rank(s) on a buffer in their shared memory "
+                            "(in place, no staging copy), median per size over 3 to 10 rounds of every size in "
+                            "ascending order, each call after a barrier; {}",
+                            c.ranks, layout);
+    p.shm_allreduce = m;
   }
   return p;
 }
@@ -272,13 +283,14 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
     ladder_line("  exchange ladder", l->ladder);
     ladder_line("    one pair     ", l->ladder_one_pair);
   }
-  if (!c.transport.mpi_allreduce.empty()) {
-    s += "  MPI_Allreduce  ";
-    for (const auto& [bytes, seconds] : c.transport.mpi_allreduce) {
-      s += fmt::format(" {} KiB {}", bytes >> 10, format_seconds(seconds));
-    }
+  const auto allreduce_line = [&s](const char* title, const std::vector<std::pair<std::size_t, double>>& ladder) {
+    if (ladder.empty()) return;
+    s += title;
+    for (const auto& [bytes, seconds] : ladder) s += fmt::format(" {} KiB {}", bytes >> 10, format_seconds(seconds));
     s += "\n";
-  }
+  };
+  allreduce_line("  MPI_Allreduce  ", c.transport.mpi_allreduce);
+  allreduce_line("  shm allreduce  ", c.transport.shm_allreduce);
   if (!c.core_round_trips.empty()) {
     const auto [lo, hi] = std::minmax_element(c.core_round_trips.begin(), c.core_round_trips.end());
     s +=

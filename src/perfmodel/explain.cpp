@@ -20,7 +20,8 @@ RunConfig config_of(const nlohmann::json& c) {
   RunConfig r;
   r.workers = c.value("world_size", 1);
   r.batch_per_worker = c.value("batch", std::int64_t{64});
-  const std::string a = c.value("allreduce", std::string("auto"));
+  // What `auto` resolved to at start-up when the log records it (shm on one host).
+  const std::string a = c.value("allreduce_chosen", c.value("allreduce", std::string("auto")));
   r.algorithm = comm::parse_algorithm(a);
   r.comm_dtype = parse_dtype(c.value("comm_dtype", std::string("f32")));
   r.bucket_bytes = static_cast<std::size_t>(c.value("bucket_mb", 1.0) * (1 << 20));

@@ -110,8 +110,9 @@ struct NodeProfile {
   Quantity disk_read;                     // bytes/s for the whole node
   std::optional<OverlapProfile> overlap;  // optional in the schema
   // Seconds a cache line takes between two cores and back (core/core_round_trip.h) when the
-  // profile was calibrated: the machine state its same-host link was measured in. Optional,
-  // informational: the model does not use it; runs compare their own against it.
+  // profile was calibrated: the machine state its same-host link was measured in. Optional; runs
+  // compare their own against it, and the model charges it for each of shm's flag barriers where
+  // shm was not timed (allreduce_time.h).
   std::optional<Quantity> core_round_trip;
   // Logical CPUs of a host that its ranks may run on. Optional (dtrain calibrate records it);
   // absent: as many as its ranks. More ranks than CPUs time-share them, and then the step
@@ -121,12 +122,16 @@ struct NodeProfile {
   bool time_shared(int ranks, int threads = 1) const { return cores && ranks * threads > cores->value; }
 };
 
-// The MPI library's own allreduce (dtrain's `mpi` algorithm) timed by dtrain calibrate at a
-// ladder of sizes under one layout: its algorithm and protocols are the library's (Open MPI picks
-// by size and sends whole segments, over TCP past its eager limit), so the model interpolates
-// what was measured instead of pricing an algorithm it cannot see (allreduce_time.h). Used for
-// runs of `workers` workers only; other worker counts fall back to the ring's formula.
-struct MpiAllreduceProfile {
+// An allreduce timed by dtrain calibrate at a ladder of sizes under one layout, for algorithms
+// whose cost the alpha-beta-gamma terms of the links do not capture (allreduce_time.h):
+//   mpi_allreduce  the MPI library's own allreduce (dtrain's `mpi`): its algorithm and protocols
+//                  are the library's (Open MPI picks by size and sends whole segments, over TCP
+//                  past its eager limit), so the model interpolates what was measured instead of
+//                  pricing an algorithm it cannot see;
+//   shm_allreduce  dtrain's `shm` on a buffer in shared memory: no messages, only memory traffic
+//                  between the cores of one host, whose speed the caches decide by size.
+// Used for runs of `workers` workers only; other worker counts fall back to a formula.
+struct MeasuredAllreduce {
   int workers = 2;
   std::vector<std::pair<double, double>> points;  // (bytes, seconds), bytes ascending
   std::string source;
@@ -138,7 +143,8 @@ struct Profile {
   DeviceProfile device;
   NodeProfile node;
   std::optional<LinkProfile> network;
-  std::optional<MpiAllreduceProfile> mpi_allreduce;
+  std::optional<MeasuredAllreduce> mpi_allreduce;
+  std::optional<MeasuredAllreduce> shm_allreduce;
 };
 
 // The schema version this build reads and writes.
@@ -152,7 +158,8 @@ struct ProfileFragment {
   std::optional<NodeProfile> node;
   std::optional<LinkProfile> network;
   std::optional<LinkProfile> link;
-  std::optional<MpiAllreduceProfile> mpi_allreduce;
+  std::optional<MeasuredAllreduce> mpi_allreduce;
+  std::optional<MeasuredAllreduce> shm_allreduce;
 };
 // Throws DataError naming the file, the field and the valid fields for a missing, unknown,
 // mistyped, negative or zero value.

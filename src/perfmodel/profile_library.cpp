@@ -58,7 +58,8 @@ struct Parts {
   std::optional<DeviceProfile> device;
   std::optional<NodeProfile> node;
   std::optional<LinkProfile> network;
-  std::optional<MpiAllreduceProfile> mpi_allreduce;
+  std::optional<MeasuredAllreduce> mpi_allreduce;
+  std::optional<MeasuredAllreduce> shm_allreduce;
   std::string description;
 };
 
@@ -87,6 +88,7 @@ void apply_term(const std::string& term, Parts& p, const ProfileNames& names) {
     if (f.network) p.network = *f.network;
     if (f.link) p.network = *f.link;  // a lone link in a composition joins the nodes
     if (f.mpi_allreduce) p.mpi_allreduce = *f.mpi_allreduce;
+    if (f.shm_allreduce) p.shm_allreduce = *f.shm_allreduce;
     if (!f.description.empty()) p.description = f.description;
     return;
   }
@@ -190,6 +192,7 @@ Profile load_profile(const std::string& spec) {
   p.node = *parts.node;
   p.network = parts.network;
   p.mpi_allreduce = parts.mpi_allreduce;
+  p.shm_allreduce = parts.shm_allreduce;
   return p;
 }
 

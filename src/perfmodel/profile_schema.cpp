@@ -174,12 +174,13 @@ class Reader {
     return n;
   }
 
-  MpiAllreduceProfile mpi_allreduce(const json& j) const {
-    fields(j, "mpi_allreduce", {"workers", "points", "source"});
-    MpiAllreduceProfile m;
-    m.workers = integer(j["workers"], "mpi_allreduce.workers", 2, 1 << 24);
-    m.source = text(j["source"], "mpi_allreduce.source");
-    m.points = points(j["points"], "mpi_allreduce.points");
+  // mpi_allreduce and shm_allreduce: one shape under two names.
+  MeasuredAllreduce measured_allreduce(const json& j, const std::string& where) const {
+    fields(j, where, {"workers", "points", "source"});
+    MeasuredAllreduce m;
+    m.workers = integer(j["workers"], where + ".workers", 2, 1 << 24);
+    m.source = text(j["source"], where + ".source");
+    m.points = points(j["points"], where + ".points");
     return m;
   }
 
@@ -223,6 +224,10 @@ json points_json(const std::vector<std::pair<double, double>>& points) {
   return out;
 }
 
+json measured_allreduce_json(const MeasuredAllreduce& m) {
+  return {{"workers", m.workers}, {"points", points_json(m.points)}, {"source", m.source}};
+}
+
 json link_json(const LinkProfile& l) {
   json j = {{"name", l.name}, {"latency", quantity_json(l.latency)}, {"bandwidth", quantity_json(l.bandwidth)}};
   if (l.one_way_bandwidth) j["one_way_bandwidth"] = quantity_json(*l.one_way_bandwidth);
@@ -250,7 +255,8 @@ std::size_t compute_kind_index(std::string_view kind) {
 
 ProfileFragment parse_profile_fragment(const json& j, const std::string& origin) {
   const Reader r(origin);
-  r.fields(j, "", {"dtrain_profile", "name"}, {"description", "device", "node", "network", "link", "mpi_allreduce"});
+  r.fields(j, "", {"dtrain_profile", "name"},
+           {"description", "device", "node", "network", "link", "mpi_allreduce", "shm_allreduce"});
   const json& version = j["dtrain_profile"];
   if (!version.is_number_integer() || version.get<int>() != kProfileSchemaVersion) {
     r.fail(fmt::format("'dtrain_profile' is {}; this dtrain reads schema version {}", version.dump(),
@@ -263,7 +269,8 @@ ProfileFragment parse_profile_fragment(const json& j, const std::string& origin)
   if (j.contains("node")) f.node = r.node(j["node"]);
   if (j.contains("network")) f.network = r.link(j["network"], "network");
   if (j.contains("link")) f.link = r.link(j["link"], "link");
-  if (j.contains("mpi_allreduce")) f.mpi_allreduce = r.mpi_allreduce(j["mpi_allreduce"]);
+  if (j.contains("mpi_allreduce")) f.mpi_allreduce = r.measured_allreduce(j["mpi_allreduce"], "mpi_allreduce");
+  if (j.contains("shm_allreduce")) f.shm_allreduce = r.measured_allreduce(j["shm_allreduce"], "shm_allreduce");
   if (!f.device && !f.node && !f.network && !f.link) {
     r.fail("it has none of 'device', 'node', 'network' or 'link'; a profile needs at least one");
   }
@@ -320,11 +327,8 @@ json profile_to_json(const Profile& p) {
   json j = {{"dtrain_profile", kProfileSchemaVersion}, {"name", p.name}, {"device", device}, {"node", node}};
   if (!p.description.empty()) j["description"] = p.description;
   if (p.network) j["network"] = link_json(*p.network);
-  if (p.mpi_allreduce) {
-    j["mpi_allreduce"] = {{"workers", p.mpi_allreduce->workers},
-                          {"points", points_json(p.mpi_allreduce->points)},
-                          {"source", p.mpi_allreduce->source}};
-  }
+  if (p.mpi_allreduce) j["mpi_allreduce"] = measured_allreduce_json(*p.mpi_allreduce);
+  if (p.shm_allreduce) j["shm_allreduce"] = measured_allreduce_json(*p.shm_allreduce);
   return j;
 }
 

@@ -136,8 +136,13 @@ StepPrediction predict_step(const std::vector<LayerSummary>& layers, const Profi
   return predict_step(workload_from_layers(layers), profile, config);
 }
 
-StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig& c) {
-  validate(c);
+StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig& config) {
+  validate(config);
+  RunConfig c = config;
+  if (c.exchange == Exchange::kAllreduce && c.algorithm == comm::Algorithm::kAuto && !c.hierarchical &&
+      shm_candidate(p, c.workers)) {
+    c.algorithm = comm::Algorithm::kShm;  // as the trainer resolves `auto` (allreduce_time.h)
+  }
   const DeviceProfile& d = p.device;
   const ComputePlan plan = plan_compute(w, d, c.batch_per_worker / c.accumulate, w.total_params());
   const double data = loader_seconds(w, p, c);
@@ -149,9 +154,9 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   const std::size_t layers = w.layers.size();
   // The compute thread's items: forward and backward of each micro-batch, layer by layer. In the
   // last backward each parameter's grad-ready hook copies its gradient into its bucket as soon as
-  // its layer's backward ends (a bucket of one parameter adopts the gradient instead, no copy:
-  // parallel/buckets.h); a bucket is released when its last gradient is in and every bucket
-  // before it was released.
+  // its layer's backward ends (a bucket of one parameter adopts the gradient instead, no copy,
+  // except with shm and f32: parallel/buckets.h); a bucket is released when its last gradient is
+  // in and every bucket before it was released.
   SimInput sim;
   sim.double_buffering = c.double_buffering;
   sim.steps = kSimulatedSteps;
@@ -177,7 +182,9 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   }
   std::vector<std::int64_t> numels;
   for (const ParameterInfo& q : w.params) numels.push_back(q.numel);
-  const BucketLayout layout = plan_buckets(numels, c.bucket_bytes);
+  // With shm and f32 on the wire a bucket's buffer must lie in shared memory, so one-parameter
+  // buckets copy their gradient too (parallel/buckets.h: adopts_gradients).
+  const BucketLayout layout = plan_buckets(numels, c.bucket_bytes, adopts_gradients(c.algorithm, c.comm_dtype));
   // Item of the last backward that makes each parameter's gradient final.
   std::vector<std::size_t> final_item(w.params.size(), sim.items.empty() ? 0 : sim.items.size() - 1);
   double copies = 0;

@@ -236,25 +236,36 @@ TEST(Buckets, OneParameterBucketAdoptsAnUnsharedGradientAndScalesItAfterTheSum) 
   }
 }
 
+// Except with shm and f32 on the wire, whose buckets must lie in shared memory: `auto` picks shm
+// for ranks of one host, and then every gradient is copied in.
 TEST(DataParallel, LargeGradientsAreAllreducedWhereBackwardLeftThem) {
-  comm::run_local(2, [&](comm::Communicator& c) {
-    set_num_threads(1);
-    Rng rng(1);
-    auto model = make_model("mlp", {1, 28, 28, 10}, rng);
-    auto opt = make_optimizer({}, model->parameters());
-    CommWorker worker(c);
-    DataParallelUpdater up(*model, *opt, worker, {});
-    Batch batch{Tensor::full({4, 1, 28, 28}, 0.5), Tensor::from_labels({1, 2, 3, 4}), {}};
-    up.update(batch, 0);
-    const GradientBuckets& b = up.buckets();
-    std::size_t adopted = 0, single = 0;
-    for (std::size_t k = 0; k < b.num_buckets(); ++k) {
-      single += b.layout().buckets[k].size() == 1 ? 1 : 0;
-      adopted += b.adopted(k, 0) ? 1 : 0;
-    }
-    EXPECT_GT(single, 0u) << "mlp's first weight is over 1 MiB: a bucket of its own";
-    EXPECT_EQ(adopted, single) << "every one-parameter bucket took its gradient over";
-  });
+  for (comm::Algorithm a : {comm::Algorithm::kRing, comm::Algorithm::kAuto}) {
+    comm::run_local(2, [&](comm::Communicator& c) {
+      set_num_threads(1);
+      Rng rng(1);
+      auto model = make_model("mlp", {1, 28, 28, 10}, rng);
+      auto opt = make_optimizer({}, model->parameters());
+      CommWorker worker(c);
+      DataParallelConfig config;
+      config.algorithm = a;
+      DataParallelUpdater up(*model, *opt, worker, config);
+      Batch batch{Tensor::full({4, 1, 28, 28}, 0.5), Tensor::from_labels({1, 2, 3, 4}), {}};
+      up.update(batch, 0);
+      const GradientBuckets& b = up.buckets();
+      std::size_t adopted = 0, single = 0;
+      for (std::size_t k = 0; k < b.num_buckets(); ++k) {
+        single += b.layout().buckets[k].size() == 1 ? 1 : 0;
+        adopted += b.adopted(k, 0) ? 1 : 0;
+      }
+      EXPECT_GT(single, 0u) << "mlp's first weight is over 1 MiB: a bucket of its own";
+      if (a == comm::Algorithm::kRing) {
+        EXPECT_EQ(adopted, single) << "every one-parameter bucket took its gradient over";
+      } else {
+        EXPECT_EQ(up.algorithm(), comm::Algorithm::kShm) << "auto on ranks that share memory";
+        EXPECT_EQ(adopted, 0u) << "shm's f32 buckets are in shared memory";
+      }
+    });
+  }
 }
 
 // An identity op whose gradient is NaN on rank 1: the allreduced gradient is NaN everywhere.

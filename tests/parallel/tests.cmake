@@ -17,7 +17,7 @@ endif()
 # The same across two emulated hosts (network namespaces joined by a veth pair, tools/netns_hosts.sh);
 # skipped (exit 77) where namespaces cannot be created, e.g. without root.
 if(DTRAIN_MPI AND EXISTS "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")
-  foreach(alg ring mpi)
+  foreach(alg ring mpi shm)
     add_test(NAME netns_loss_curve_${alg}
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/parallel/netns_test.py
                      $<TARGET_FILE:dtrain_cli> ${PROJECT_SOURCE_DIR}/tools/netns_hosts.sh ${alg})

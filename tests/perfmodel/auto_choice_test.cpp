@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "nn/models/models.h"
+#include "perfmodel/allreduce_time.h"
 #include "perfmodel/training_prediction.h"
 #include "perfmodel_test_util.h"
 
@@ -55,6 +58,58 @@ TEST(AutoChoice, OnlyTheAutoSettingsChange) {
   EXPECT_EQ(algorithm.chosen.bucket_bytes, std::size_t{3} << 20);
   EXPECT_EQ(algorithm.alternatives.size(), 4u);
   for (const Alternative& a : algorithm.alternatives) EXPECT_NE(a.algorithm, comm::Algorithm::kMpi);
+}
+
+// shm's ladder for `workers`, far below any message's time: 1 ns per KiB.
+MeasuredAllreduce fast_shm(int workers) {
+  return {workers, {{4096, 4e-9}, {static_cast<double>(64 << 20), 64e-6}}, "test"};
+}
+
+bool offers(const AutoChoice& c, comm::Algorithm a) {
+  return std::any_of(c.alternatives.begin(), c.alternatives.end(),
+                     [a](const Alternative& x) { return x.algorithm == a; });
+}
+
+TEST(AutoChoice, PicksShmWhereItsLadderIsFarFaster) {
+  const Workload w = describe_zoo_model("mlp", "fashion-mnist");
+  RunConfig base;
+  base.workers = 2;
+  base.batch_per_worker = 64;
+  Profile p = testing::test_profile(2, 1e-5, 1e8);  // one node of two, a slow same-host link
+  p.shm_allreduce = fast_shm(2);
+  EXPECT_TRUE(shm_candidate(p, 2));
+  const AutoChoice c = choose_by_prediction(w, p, base, true, true);
+  EXPECT_EQ(c.chosen.algorithm, comm::Algorithm::kShm) << describe_choice(c);
+  EXPECT_EQ(c.alternatives.size(), 5 * bucket_candidates(w).size());
+  EXPECT_NE(describe_choice(c).find("chose shm"), std::string::npos) << describe_choice(c);
+  // Choosing the bucket alone keeps the algorithm given.
+  EXPECT_FALSE(offers(choose_by_prediction(w, p, base, false, true), comm::Algorithm::kShm));
+}
+
+TEST(AutoChoice, NeverOffersShmAcrossNodesOrWithoutItsLadder) {
+  const Workload w = describe_zoo_model("mlp", "fashion-mnist");
+  RunConfig base;
+  base.workers = 2;
+  base.batch_per_worker = 64;
+  // Without a ladder (every spec-sheet profile): its formula alone never competes.
+  Profile p = testing::test_profile(2, 1e-5, 1e8);
+  EXPECT_FALSE(shm_candidate(p, 2));
+  EXPECT_FALSE(offers(choose_by_prediction(w, p, base, true, true), comm::Algorithm::kShm));
+  EXPECT_FALSE(
+      offers(choose_by_prediction(w, load_profile("8xa100-nvlink"), base, true, false), comm::Algorithm::kShm));
+  // A ladder for another worker count.
+  p.shm_allreduce = fast_shm(4);
+  EXPECT_FALSE(shm_candidate(p, 2));
+  EXPECT_FALSE(offers(choose_by_prediction(w, p, base, true, true), comm::Algorithm::kShm));
+  // Workers on two nodes: shm cannot run (and choosing does not throw).
+  p = testing::test_profile(1, 1e-5, 1e8);
+  p.shm_allreduce = fast_shm(2);
+  EXPECT_FALSE(shm_candidate(p, 2));
+  const AutoChoice across = choose_by_prediction(w, p, base, true, true);
+  EXPECT_FALSE(offers(across, comm::Algorithm::kShm));
+  EXPECT_NE(across.chosen.algorithm, comm::Algorithm::kShm);
+  // One worker: nothing to reduce.
+  EXPECT_FALSE(shm_candidate(testing::test_profile(8), 1));
 }
 
 TEST(AutoChoice, BucketCandidatesReachOneBucketForEverything) {

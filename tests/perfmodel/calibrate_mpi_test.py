@@ -49,6 +49,12 @@ def same_host(dtrain):
         assert mpi["workers"] == 2 and sizes == sorted(sizes) and sizes[0] == 4096, mpi
         assert all(b == 2 * a for a, b in zip(sizes, sizes[1:])), mpi
         assert all(q["seconds"] > 0 for q in mpi["points"]) and "MPI_Allreduce" in mpi["source"], mpi
+        # shm: the ranks of one host share memory, so its ladder is timed too, at the same sizes.
+        shm = p["shm_allreduce"]
+        sizes = [q["bytes"] for q in shm["points"]]
+        assert shm["workers"] == 2 and sizes[0] == 4096 and all(b == 2 * a for a, b in zip(sizes, sizes[1:])), shm
+        assert all(q["seconds"] > 0 for q in shm["points"]) and "shm allreduce" in shm["source"], shm
+        assert "shm allreduce   4 KiB" in out, out
         assert 0 < p["node"]["overlap"]["compute"]["value"] <= 1, p["node"]["overlap"]
         # The cache-line round trip between two cores: absent where the probe's two threads never
         # ran at once (one CPU, or both busy, e.g. with tests running beside this one).
@@ -69,7 +75,7 @@ def same_host(dtrain):
         records = [json.loads(line) for line in open(log)]
         config = records[0]
         assert config["auto"]["alternatives"], config
-        assert config["allreduce"] in ("ring", "tree", "butterfly", "onetoall"), config
+        assert config["allreduce"] in ("ring", "tree", "butterfly", "onetoall", "shm"), config
         epochs = [r for r in records if r["type"] == "epoch"]
         assert all(r["predicted_step_s"] > 0 and r["measured_step_s"] > 0 for r in epochs), epochs
         text = run([dtrain, "explain", log])
@@ -96,6 +102,8 @@ def two_hosts(dtrain, hosts):
         assert calibrated(net["latency"]) and calibrated(net["bandwidth"]), net
         # The exchange ladder is a same-host link's: a host with one rank has none, nor does the network.
         assert "exchange_ladder" not in net and "exchange_ladder" not in p["node"]["intra_link"], p
+        # Nor is shm timed: the model never runs it across hosts.
+        assert "shm_allreduce" not in p, p["shm_allreduce"]
         rate = 100e6 / 8
         # Measured, not assumed: at most the shaped rate (an unshaped veth would give GB/s), and
         # not far below it (TCP in both directions at once, with each other's ACKs, gets 60-80%).

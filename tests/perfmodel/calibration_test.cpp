@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "comm/local_transport.h"
 #include "core/error.h"
 #include "perfmodel/allreduce_time.h"
 #include "perfmodel/calibrate_compute.h"
@@ -154,6 +155,51 @@ TEST(Calibrate, ProfileOfAMultiHostCalibrationHasEveryPart) {
   EXPECT_NE(text.find("step variation  3.0% (standard deviation / mean of 4 compute steps"), std::string::npos) << text;
 }
 
+TEST(Calibrate, ShmTimesOfOneHostBecomeTheProfilesShmAllreduce) {
+  // Two hosts: shm was not measured, and the profile has none.
+  EXPECT_FALSE(calibrated_profile(synthetic_calibration()).shm_allreduce.has_value());
+  Calibration c = synthetic_calibration();
+  c.ranks = 2;
+  c.transport.host_of = {0, 0};
+  c.transport.host_names = {"hostA"};
+  c.transport.across_hosts = {};
+  c.transport.shm_allreduce = {{4 << 10, 3e-6}, {8 << 10, 4e-6}, {16 << 10, 6e-6}};
+  const Profile p = calibrated_profile(c);
+  const ProfileFragment back = parse_profile_fragment(profile_to_json(p), "round trip");
+  ASSERT_TRUE(back.shm_allreduce.has_value());
+  EXPECT_FALSE(back.mpi_allreduce.has_value());
+  EXPECT_EQ(back.shm_allreduce->workers, 2);
+  ASSERT_EQ(back.shm_allreduce->points.size(), 3u);
+  EXPECT_DOUBLE_EQ(back.shm_allreduce->points[2].first, 16 << 10);
+  EXPECT_DOUBLE_EQ(back.shm_allreduce->points[2].second, 6e-6);
+  EXPECT_EQ(back.shm_allreduce->source.rfind("calibrated on hostA", 0), 0u) << back.shm_allreduce->source;
+  EXPECT_NE(back.shm_allreduce->source.find("shm allreduce of f32 over the 2 rank(s)"), std::string::npos)
+      << back.shm_allreduce->source;
+  const std::string text = format_calibration(c, false);
+  EXPECT_NE(text.find("  shm allreduce   4 KiB 3"), std::string::npos) << text;
+  EXPECT_EQ(text.find("MPI_Allreduce"), std::string::npos) << text;
+  // The model reads it for shm at that worker count.
+  AllreducePlan shm{comm::Algorithm::kShm, 2};
+  EXPECT_DOUBLE_EQ(allreduce_time(shm, 2048, p).seconds, 4e-6);  // 8 KiB of f32
+}
+
+TEST(Calibrate, ShmLadderRunsWhereTheRanksShareMemory) {
+  // Local ranks are threads of one process: they share memory. The ladder starts at 4 KiB and
+  // doubles, and every rank gets the same times.
+  std::vector<std::vector<std::pair<std::size_t, double>>> ladders(2);
+  comm::run_local(
+      2, [&](comm::Communicator& c) { ladders[static_cast<std::size_t>(c.rank())] = time_shm_allreduce(c, 0.01); });
+  const auto& l = ladders[0];
+  ASSERT_GE(l.size(), 2u);
+  EXPECT_EQ(l.front().first, std::size_t{4} << 10);
+  for (std::size_t i = 1; i < l.size(); ++i) EXPECT_EQ(l[i].first, 2 * l[i - 1].first);
+  EXPECT_LE(l.back().first, std::size_t{64} << 20);
+  for (const auto& [bytes, seconds] : l) EXPECT_GT(seconds, 0) << bytes;
+  EXPECT_EQ(ladders[1], l);
+  // One rank: nothing to time.
+  comm::run_local(1, [&](comm::Communicator& c) { EXPECT_TRUE(time_shm_allreduce(c, 0.01).empty()); });
+}
+
 TEST(Calibrate, OverlapFractionsAreCheckedLikeEveryField) {
   nlohmann::json j = profile_to_json(calibrated_profile(synthetic_calibration()));
   j["node"]["overlap"]["compute"]["value"] = 1.5;
@@ -183,7 +229,8 @@ TEST(Calibrate, EveryAllreducePaysTheExchangeRate) {
   faster_one_way.network->one_way_bandwidth = testing::q(2e8);
   const std::size_t count = 1 << 20;  // 4 MiB of f32
   for (comm::Algorithm a : comm::all_algorithms()) {
-    if (a == comm::Algorithm::kMpi) continue;
+    // mpi is priced by its estimate; shm sends no messages and needs every worker on one node.
+    if (a == comm::Algorithm::kMpi || a == comm::Algorithm::kShm) continue;
     const AllreducePlan plan{a, 2};
     EXPECT_DOUBLE_EQ(allreduce_time(plan, count, faster_one_way).seconds, allreduce_time(plan, count, two_way).seconds)
         << comm::algorithm_name(a);

@@ -90,7 +90,7 @@ TEST(PredictCli, BadInputNamesWhatIsValid) {
   expect_contains(r, "--workers: 'many' is not a whole number");
   r = predict("--profile p100+ib-fdr --allreduce ring,gossip");
   EXPECT_EQ(r.status, 2);
-  expect_contains(r, "unknown --allreduce 'gossip'; valid: ring, tree, butterfly, onetoall, mpi, auto, ps");
+  expect_contains(r, "unknown --allreduce 'gossip'; valid: ring, tree, butterfly, onetoall, mpi, shm, auto, ps");
   r = predict("--profile p100 --workers 2");
   EXPECT_EQ(r.status, 2);
   expect_contains(r, "has no network; add one, e.g. --profile p100+ib-edr");

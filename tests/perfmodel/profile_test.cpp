@@ -98,7 +98,9 @@ TEST(Profile, JsonRoundTripsAndFilesCompose) {
   const json j = profile_to_json(p);
   const ProfileFragment f = parse_profile_fragment(j, "round trip");
   ASSERT_TRUE(f.device && f.node && f.network);
-  EXPECT_EQ(profile_to_json(Profile{p.name, p.description, *f.device, *f.node, f.network, f.mpi_allreduce}), j);
+  EXPECT_EQ(
+      profile_to_json(Profile{p.name, p.description, *f.device, *f.node, f.network, f.mpi_allreduce, f.shm_allreduce}),
+      j);
 
   const auto path = std::filesystem::temp_directory_path() / "dtrain_profile_test.json";
   std::ofstream(path) << valid_device_file().dump(2);
@@ -315,6 +317,62 @@ TEST(Profile, MpiAllreduceTimesAreOptionalAscendingAndPositive) {
   ASSERT_EQ(error_of(two), "");
   p.node = *parse_profile_fragment(two, "test.json").node;
   EXPECT_EQ(profile_to_json(p)["node"]["intra_link"]["exchange_ladder"], two["node"]["intra_link"]["exchange_ladder"]);
+}
+
+TEST(Profile, ShmAllreduceTimesHaveTheShapeOfMpis) {
+  json j = valid_device_file();
+  j["shm_allreduce"] = {{"workers", 4},
+                        {"points", {{{"bytes", 4096}, {"seconds", 2e-6}}, {{"bytes", 8192}, {"seconds", 3e-6}}}},
+                        {"source", "measured"}};
+  ASSERT_EQ(error_of(j), "");
+  const ProfileFragment f = parse_profile_fragment(j, "test.json");
+  ASSERT_TRUE(f.shm_allreduce.has_value());
+  EXPECT_FALSE(f.mpi_allreduce.has_value());
+  EXPECT_EQ(f.shm_allreduce->workers, 4);
+  ASSERT_EQ(f.shm_allreduce->points.size(), 2u);
+  EXPECT_DOUBLE_EQ(f.shm_allreduce->points[1].second, 3e-6);
+  Profile p;
+  p.device = *f.device;
+  p.node = *f.node;
+  p.shm_allreduce = f.shm_allreduce;
+  const json written = profile_to_json(p);
+  EXPECT_EQ(written["shm_allreduce"], j["shm_allreduce"]);
+  EXPECT_FALSE(written.contains("mpi_allreduce"));
+  // Both at once, each read back under its own name.
+  j["mpi_allreduce"] = j["shm_allreduce"];
+  j["mpi_allreduce"]["workers"] = 2;
+  const ProfileFragment both = parse_profile_fragment(j, "test.json");
+  ASSERT_TRUE(both.mpi_allreduce && both.shm_allreduce);
+  EXPECT_EQ(both.mpi_allreduce->workers, 2);
+  EXPECT_EQ(both.shm_allreduce->workers, 4);
+  // And through a file, as --profile reads a calibrated one.
+  const auto path = std::filesystem::temp_directory_path() / "dtrain_profile_shm_test.json";
+  std::ofstream(path) << j.dump(2);
+  const Profile loaded = load_profile(path.string());
+  std::filesystem::remove(path);
+  ASSERT_TRUE(loaded.shm_allreduce.has_value());
+  EXPECT_EQ(loaded.shm_allreduce->points, f.shm_allreduce->points);
+
+  json bad = j;
+  bad["shm_allreduce"]["workers"] = 1;
+  expect_contains(error_of(bad), "'shm_allreduce.workers' is 1; it must be an integer >= 2");
+  bad = j;
+  bad["shm_allreduce"]["points"][0]["bytes"] = -4096;
+  expect_contains(error_of(bad), "'shm_allreduce.points[0]' is");
+  bad = j;
+  bad["shm_allreduce"]["points"] = "fast";
+  expect_contains(error_of(bad), "'shm_allreduce.points' must be a non-empty array");
+  bad = j;
+  bad["shm_allreduce"]["pairs"] = 2;
+  expect_contains(error_of(bad), "unknown field 'shm_allreduce.pairs'; valid fields of 'shm_allreduce': workers");
+  bad = j;
+  bad["shm_allreduce"].erase("workers");
+  expect_contains(error_of(bad), "'shm_allreduce' is missing workers");
+  bad = j;
+  bad["smh_allreduce"] = bad["shm_allreduce"];
+  expect_contains(error_of(bad),
+                  "unknown field 'smh_allreduce'; valid fields: dtrain_profile, name, description, "
+                  "device, node, network, link, mpi_allreduce, shm_allreduce");
 }
 
 TEST(Profile, UnknownHardwareListsWhatIsValid) {

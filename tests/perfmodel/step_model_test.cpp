@@ -313,7 +313,7 @@ TEST(AllreduceTime, LinksByPlacement) {
 }
 
 TEST(AllreduceTime, MpiUsesItsMeasuredTimesForTheirWorkerCount) {
-  MpiAllreduceProfile m;
+  MeasuredAllreduce m;
   m.workers = 2;
   m.points = {{1000, 1e-3}, {2000, 3e-3}, {4000, 4e-3}};
   EXPECT_DOUBLE_EQ(interpolate_measured(m, 1000), 1e-3);
@@ -321,7 +321,7 @@ TEST(AllreduceTime, MpiUsesItsMeasuredTimesForTheirWorkerCount) {
   EXPECT_DOUBLE_EQ(interpolate_measured(m, 8000), 6e-3);   // the last two points' line
   EXPECT_DOUBLE_EQ(interpolate_measured(m, 500), 1e-4);    // below: the first line, floored
   EXPECT_DOUBLE_EQ(interpolate_measured(m, 900), 0.8e-3);  // below, above the floor
-  MpiAllreduceProfile one = m;
+  MeasuredAllreduce one = m;
   one.points.resize(1);
   EXPECT_DOUBLE_EQ(interpolate_measured(one, 3000), 3e-3);
 
@@ -341,6 +341,91 @@ TEST(AllreduceTime, MpiUsesItsMeasuredTimesForTheirWorkerCount) {
   EXPECT_DOUBLE_EQ(allreduce_time(plan, 500, p).seconds, allreduce_time(plan, 500, without).seconds);
   plan = {Algorithm::kRing, 2};
   EXPECT_DOUBLE_EQ(allreduce_time(plan, 500, p).seconds, allreduce_time(plan, 500, without).seconds);
+}
+
+TEST(AllreduceTime, ShmUsesItsLadderForItsWorkerCountAndItsCostOtherwise) {
+  Profile p = test_profile(8);               // intra-node link: alpha 1e-7; reduce 1e12 bytes/s
+  p.device.gradient_copy = testing::q(1e9);  // 1 ns per byte moved
+  // The formula: 2 rounds at the link's latency, 2 (p-1)/p n bytes moved, (p-1)/p n reduced. For
+  // 4 workers and 1000 f32 (n = 4000 bytes): 2e-7 + 6000 ns + 3000 ps.
+  AllreducePlan plan{Algorithm::kShm, 4};
+  AllreduceTime t = allreduce_time(plan, 1000, p);
+  EXPECT_NEAR(t.seconds, 2e-7 + 6000e-9 + 3000e-12, 1e-15);
+  EXPECT_NEAR(t.latency, 2e-7, 1e-15);
+  // No message crosses a link: its bandwidth does not enter; a measured core round trip is the
+  // latency of each of the two barriers.
+  Profile other_link = p;
+  other_link.node.intra_link.bandwidth = testing::q(1);
+  EXPECT_DOUBLE_EQ(allreduce_time(plan, 1000, other_link).seconds, t.seconds);
+  Profile cores = p;
+  cores.node.core_round_trip = testing::q(5e-8);
+  EXPECT_NEAR(allreduce_time(plan, 1000, cores).latency, 1e-7, 1e-15);
+  // The ladder, for its own worker count only.
+  p.shm_allreduce = MeasuredAllreduce{2, {{1000, 1e-6}, {2000, 3e-6}, {4000, 4e-6}}, "test"};
+  EXPECT_NEAR(allreduce_time(plan, 1000, p).seconds, t.seconds, 1e-15);
+  plan.workers = 2;
+  t = allreduce_time(plan, 500, p);  // 2000 bytes of f32
+  EXPECT_DOUBLE_EQ(t.seconds, 3e-6);
+  EXPECT_DOUBLE_EQ(t.latency, 1e-7);  // the first line at zero bytes (-1 us), floored at 0.1 us
+  plan.dtype = DType::kF16;           // 1000 bytes
+  EXPECT_DOUBLE_EQ(allreduce_time(plan, 500, p).seconds, 1e-6);
+  // Other algorithms ignore it.
+  Profile without = p;
+  without.shm_allreduce.reset();
+  plan = {Algorithm::kRing, 2};
+  EXPECT_DOUBLE_EQ(allreduce_time(plan, 500, p).seconds, allreduce_time(plan, 500, without).seconds);
+}
+
+TEST(AllreduceTime, ShmAcrossNodesIsAnInputError) {
+  Profile p = test_profile(8);
+  p.shm_allreduce = MeasuredAllreduce{16, {{1000, 1e-6}}, "test"};
+  for (bool hierarchical : {false, true}) {
+    AllreducePlan plan{Algorithm::kShm, 16, hierarchical};
+    try {
+      allreduce_time(plan, 1000, p);
+      FAIL() << "shm over two nodes";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("--allreduce shm needs every worker on one host, but 16 workers need 2 "
+                                           "nodes of 8 accelerator(s)"),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("choose another algorithm"), std::string::npos) << e.what();
+    }
+  }
+  RunConfig c;
+  c.workers = 2;
+  c.algorithm = Algorithm::kShm;
+  EXPECT_THROW(predict_step(params_first(2, 1000), test_profile(1), c), InputError);
+  EXPECT_GT(predict_step(params_first(2, 1000), test_profile(2), c).step, 0);
+}
+
+TEST(StepModel, ShmWithF32CopiesEveryGradientIntoSharedMemory) {
+  // Parameters of 2 MB: buckets of one parameter. Their f32 buffers must lie in shared memory
+  // for shm, so they copy their gradient instead of adopting it (parallel/buckets.h): the copies
+  // land on the compute thread, as for every other bucket. With f16 on the wire the 16-bit buffer
+  // is the shared one, and the f32 bucket adopts as with any algorithm.
+  const Workload large = params_first(3, 500000);
+  Profile fast = test_profile(8, 1e-6, 1e9, 1e12, 1e12);
+  Profile slow = fast;
+  slow.device.gradient_copy = testing::q(1e9);
+  RunConfig c;
+  c.workers = 2;
+  auto compute_extra = [&](Algorithm a, DType dtype) {
+    c.algorithm = a;
+    c.comm_dtype = dtype;
+    return predict_step(large, slow, c).compute - predict_step(large, fast, c).compute;
+  };
+  const double copies = 3 * 500000 * (4 / 1e9 - (4 / 1e12 + 4 / 1e12));
+  EXPECT_NEAR(compute_extra(Algorithm::kShm, DType::kF32), copies, 1e-9);
+  EXPECT_NEAR(compute_extra(Algorithm::kShm, DType::kF16), 0, 1e-12);
+  EXPECT_NEAR(compute_extra(Algorithm::kRing, DType::kF32), 0, 1e-12);
+  // Buckets of many parameters copy with every algorithm alike.
+  const Workload small = params_first(12, 100000);
+  c.comm_dtype = DType::kF32;
+  c.algorithm = Algorithm::kShm;
+  const double shm = predict_step(small, slow, c).compute;
+  c.algorithm = Algorithm::kRing;
+  EXPECT_NEAR(shm, predict_step(small, slow, c).compute, 1e-12);
 }
 
 TEST(AllreduceTime, SameHostBetaComesFromTheExchangeLadderAtTheBytesMoved) {
