@@ -222,17 +222,46 @@ double reduce_rate(double min_seconds) {
   return static_cast<double>(kReduceBytes) / median(t);
 }
 
-// The MPI library's allreduce at a ladder of sizes (calibrate_transport.h). A first pass, each
-// size once in ascending order, warms every size up and finds where the ladder stops; then rounds
-// of every size in ascending order are timed: a step's buckets come in mixed sizes, and over TCP
-// a call inherits the connection's state from the call before it (over 100 Mbit/s, 1 MiB takes
-// 88 ms after calls of 1 MiB and 110-130 ms after calls of other sizes). Every rank runs the same
-// calls (the round count is agreed through the mean of the warm-up times). The mean of the
+// A ladder of allreduce sizes from kMpiFirstBytes doubling to kMpiMaxBytes: a first pass, each
+// size once in ascending order, warms every size up and finds where the ladder stops (the first
+// size whose call takes `stop_seconds`); then rounds of every size in ascending order, as many as
+// fit in min_seconds within [min_rounds, max_rounds]. Every rank runs the same calls (the round
+// count is agreed through the mean of the warm-up times). `call(bytes)` times one call.
+struct LadderPace {
+  double stop_seconds;
+  int min_rounds, max_rounds;
+};
+struct LadderCalls {
+  std::vector<std::size_t> sizes;
+  std::vector<std::vector<double>> calls;  // per size, every round's time
+};
+template <typename Call>
+LadderCalls time_ladder(comm::Communicator& c, Call&& call, LadderPace pace, double min_seconds) {
+  LadderCalls out;
+  double round_seconds = 0;
+  for (std::size_t bytes = kMpiFirstBytes; bytes <= kMpiMaxBytes; bytes *= 2) {
+    const double warm = mean_over_active(c, call(bytes), true);
+    out.sizes.push_back(bytes);
+    round_seconds += warm;
+    if (warm >= pace.stop_seconds) break;
+  }
+  const int rounds =
+      std::clamp(static_cast<int>(min_seconds / std::max(round_seconds, 1e-6)), pace.min_rounds, pace.max_rounds);
+  out.calls.resize(out.sizes.size());
+  for (int r = 0; r < rounds; ++r) {
+    for (std::size_t i = 0; i < out.sizes.size(); ++i) out.calls[i].push_back(call(out.sizes[i]));
+  }
+  return out;
+}
+
+// The MPI library's allreduce at a ladder of sizes (calibrate_transport.h), in rounds of every size
+// in ascending order (time_ladder): a step's buckets come in mixed sizes, and over TCP a call
+// inherits the connection's state from the call before it (over 100 Mbit/s, 1 MiB takes 88 ms
+// after calls of 1 MiB and 110-130 ms after calls of other sizes). The mean of the
 // calls, not their median: past its line rate a shaped link's MPI_Allreduce of one size takes
 // 1.05-1.9x the rate's time from call to call, and a step pays the mean.
 std::vector<std::pair<std::size_t, double>> time_mpi_allreduce(comm::Communicator& c, double min_seconds) {
-  std::vector<std::pair<std::size_t, double>> out;
-  if (c.size() < 2 || !c.transport().has_native_allreduce()) return out;
+  if (c.size() < 2 || !c.transport().has_native_allreduce()) return {};
   std::vector<float> buffer;
   auto call = [&](std::size_t bytes) {
     if (buffer.size() < bytes / sizeof(float)) buffer.assign(bytes / sizeof(float), 0.0f);  // zeros: never subnormal
@@ -241,21 +270,10 @@ std::vector<std::pair<std::size_t, double>> time_mpi_allreduce(comm::Communicato
     c.allreduce(buffer.data(), bytes / sizeof(float), DType::kF32, comm::Algorithm::kMpi);
     return sw.seconds();
   };
-  double round_seconds = 0;
-  for (std::size_t bytes = kMpiFirstBytes; bytes <= kMpiMaxBytes; bytes *= 2) {
-    const double warm = mean_over_active(c, call(bytes), true);
-    out.emplace_back(bytes, 0.0);
-    round_seconds += warm;
-    if (warm >= kMpiSeconds) break;
-  }
-  const int rounds =
-      std::clamp(static_cast<int>(min_seconds / std::max(round_seconds, 1e-6)), kMpiMinRounds, kMpiMaxRounds);
-  std::vector<std::vector<double>> calls(out.size());
-  for (int r = 0; r < rounds; ++r) {
-    for (std::size_t i = 0; i < out.size(); ++i) calls[i].push_back(call(out[i].first));
-  }
-  for (std::size_t i = 0; i < out.size(); ++i)
-    out[i].second = mean_over_active(c, mean_without_stalls(calls[i], kMpiStall), true);
+  const LadderCalls ladder = time_ladder(c, call, {kMpiSeconds, kMpiMinRounds, kMpiMaxRounds}, min_seconds);
+  std::vector<std::pair<std::size_t, double>> out;
+  for (std::size_t i = 0; i < ladder.sizes.size(); ++i)
+    out.emplace_back(ladder.sizes[i], mean_over_active(c, mean_without_stalls(ladder.calls[i], kMpiStall), true));
   return out;
 }
 
@@ -330,15 +348,13 @@ std::vector<int> busy_partners(const TransportCalibration& t) {
   return partner;
 }
 
-// dtrain's shm allreduce at the sizes of MPI's ladder, the same way (a warm-up pass that finds
-// where the ladder stops, then rounds of every size in ascending order, each call after a
+// dtrain's shm allreduce at the sizes of MPI's ladder, the same way (time_ladder, each call after a
 // barrier), on a buffer from allocate_shared so it runs in place as it does on the trainer's
 // buckets (parallel/buckets.h). The median of a size's calls, not their mean: shm has no link
 // whose state a call inherits, and with ranks sharing cores an occasional call waits for a peer
 // the scheduler took away, which the step model charges through the step variation, not here.
 std::vector<std::pair<std::size_t, double>> time_shm_allreduce(comm::Communicator& c, double min_seconds) {
-  std::vector<std::pair<std::size_t, double>> out;
-  if (c.size() < 2 || !c.shares_memory()) return out;
+  if (c.size() < 2 || !c.shares_memory()) return {};
   // Every rank allocates together, once; zeros: never subnormal.
   const std::span<std::byte> region = c.allocate_shared(kMpiMaxBytes);
   float* const buffer = reinterpret_cast<float*>(region.data());
@@ -348,20 +364,10 @@ std::vector<std::pair<std::size_t, double>> time_shm_allreduce(comm::Communicato
     c.allreduce(buffer, bytes / sizeof(float), DType::kF32, comm::Algorithm::kShm);
     return sw.seconds();
   };
-  double round_seconds = 0;
-  for (std::size_t bytes = kMpiFirstBytes; bytes <= kMpiMaxBytes; bytes *= 2) {
-    const double warm = mean_over_active(c, call(bytes), true);
-    out.emplace_back(bytes, 0.0);
-    round_seconds += warm;
-    if (warm >= kShmSeconds) break;
-  }
-  const int rounds =
-      std::clamp(static_cast<int>(min_seconds / std::max(round_seconds, 1e-6)), kShmMinRounds, kShmMaxRounds);
-  std::vector<std::vector<double>> calls(out.size());
-  for (int r = 0; r < rounds; ++r) {
-    for (std::size_t i = 0; i < out.size(); ++i) calls[i].push_back(call(out[i].first));
-  }
-  for (std::size_t i = 0; i < out.size(); ++i) out[i].second = mean_over_active(c, median(calls[i]), true);
+  const LadderCalls ladder = time_ladder(c, call, {kShmSeconds, kShmMinRounds, kShmMaxRounds}, min_seconds);
+  std::vector<std::pair<std::size_t, double>> out;
+  for (std::size_t i = 0; i < ladder.sizes.size(); ++i)
+    out.emplace_back(ladder.sizes[i], mean_over_active(c, median(ladder.calls[i]), true));
   return out;
 }
 
