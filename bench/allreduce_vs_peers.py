@@ -24,7 +24,7 @@ def dtrain_table(a):
     for line in out.splitlines():
         parts = line.split()  # bytes algorithm chunk_kb time_us algbw busbw iters
         if len(parts) == 7 and parts[0].isdigit():
-            name = f"{parts[1]}@{parts[2]}" if several and parts[1] != "mpi" else parts[1]
+            name = f"{parts[1]}@{parts[2]}" if several and parts[1] not in ("mpi", "shm") else parts[1]
             table[(name, int(parts[0]))] = float(parts[5])
         if line.startswith("best ") and "ratio=" in line:
             f = bl.fields(line, "best")
@@ -76,7 +76,7 @@ def main():
                 gloo[key].append(v)
     busbw = {key: bl.median(v) for key, v in runs.items()}
     algorithms = sorted({k[0] for k in busbw if k[0] != "mpi"},
-                        key=lambda n: (["ring", "tree", "butterfly", "onetoall"].index(n.split("@")[0]), n))
+                        key=lambda n: (["ring", "tree", "butterfly", "onetoall", "shm"].index(n.split("@")[0]), n))
     sizes = sorted({k[1] for k in busbw})
     w = max(10, max(len(x) for x in algorithms) + 1)
     cols = "".join(f"{x:>{w}}" for x in algorithms)

@@ -6,7 +6,7 @@ layout like any other; two emulated hosts of tools/netns_hosts.sh, network names
 veth link shaped with tc tbf, at each --rates value) the script runs `dtrain calibrate` under that
 very layout (by default once per model, `--models M`: the compute rates of that model's own layer
 shapes), then for every row of the grid (models W1 mlp, W2 lenet, W3 resnet20; allreduce ring,
-tree, butterfly, onetoall, mpi; f32 or f16 on the wire; with or without double buffering) it
+tree, butterfly, onetoall, mpi, and shm where the ranks share one host; f32 or f16 on the wire; with or without double buffering) it
 predicts the time per step with `dtrain predict --profile <that calibration> --json` and measures
 it with `dtrain bench train` under the same layout. Every constant comes from the calibration;
 nothing is fitted to the measured steps (Paleo's authors fitted an efficiency per experiment).
@@ -50,7 +50,7 @@ import time
 import benchlib as bl
 
 MODELS = ["mlp", "lenet", "resnet20"]
-ALGORITHMS = ["ring", "tree", "butterfly", "onetoall", "mpi"]
+ALGORITHMS = ["ring", "tree", "butterfly", "onetoall", "mpi", "shm"]
 DATASET = {"mlp": "fashion-mnist", "lenet": "fashion-mnist", "resnet20": "cifar10"}
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
@@ -98,8 +98,10 @@ def build_grid(a):
         if lay.ranks == 1:
             rows = [dict(model=m, algorithm="-", dtype="f32", db=False) for m in listed(a.models)]
         else:
+            # shm needs every rank on one host: not across the emulated hosts.
             rows = [dict(model=m, algorithm=al, dtype=d, db=db) for m, al, d, db in
-                    itertools.product(listed(a.models), listed(a.algorithms), listed(a.dtypes), dbs)]
+                    itertools.product(listed(a.models), listed(a.algorithms), listed(a.dtypes), dbs)
+                    if al != "shm" or lay.rate is None]
         grid.append((lay, rows))
     return grid
 
