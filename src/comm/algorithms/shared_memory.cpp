@@ -44,6 +44,10 @@ bool SharedMemory::available(Transport& t, const Deadline& deadline) {
   if (!probed_) {
     control_ = t.allocate_shared(sizeof(ControlLine), deadline);
     probed_ = true;
+    for (int r = 0; control_ && r < t.size(); ++r) {
+      DT_CHECK(reinterpret_cast<std::uintptr_t>(control_->base(r)) % alignof(ControlLine) == 0,
+               "rank {}'s shared region is not aligned to a cache line", r);
+    }
   }
   return control_ != nullptr;
 }

@@ -52,6 +52,11 @@ constexpr unsigned kSpinPolls = 1024;
 
 static_assert(sizeof(MPI_Request) <= sizeof(std::uintptr_t), "MPI_Request must fit Request::handle");
 
+std::byte* align_to_cache_line(void* p) {
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  return reinterpret_cast<std::byte*>((at + 63) / 64 * 64);
+}
+
 // An MPI-3 shared-memory window: each rank's segment, mapped by every rank of the host.
 class MpiSharedRegion final : public SharedRegion {
  public:
@@ -171,7 +176,9 @@ class MpiTransport final : public Transport {
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
     void* mine = nullptr;
     MPI_Win win = MPI_WIN_NULL;
-    const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, comm_, &mine, &win);
+    // Open MPI puts a segment 8 bytes past a page boundary: 64 more bytes, and every base rounded
+    // up to a cache line (the same place in every process: mappings start on page boundaries).
+    const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes + 64), 1, info, comm_, &mine, &win);
     MPI_Info_free(&info);
     check(rc, rank_, "MPI_Win_allocate_shared");
     std::vector<std::byte*> bases(static_cast<std::size_t>(size_));
@@ -180,9 +187,9 @@ class MpiTransport final : public Transport {
       int unit = 0;
       void* base = nullptr;
       check(MPI_Win_shared_query(win, r, &size, &unit, &base), rank_, "MPI_Win_shared_query");
-      bases[static_cast<std::size_t>(r)] = static_cast<std::byte*>(base);
+      bases[static_cast<std::size_t>(r)] = align_to_cache_line(base);
     }
-    std::memset(mine, 0, bytes);
+    std::memset(bases[static_cast<std::size_t>(rank_)], 0, bytes);
     check(MPI_Barrier(comm_), rank_, "MPI_Barrier");  // every segment zeroed before anyone uses one
     return std::make_unique<MpiSharedRegion>(std::move(bases), bytes_per_rank, win);
   }
