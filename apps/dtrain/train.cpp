@@ -360,9 +360,8 @@ Action register_train(CLI::App& app) {
       ->capture_default_str();
   t->add_option("--log", o->log, "JSONL metrics log ('' for none); written by rank 0")->capture_default_str();
   t->add_option("--allreduce", o->allreduce,
-                "Under mpirun: gradient allreduce algorithm: ring, tree, butterfly, onetoall, mpi (MPI_Allreduce), shm "
-                "(ranks of "
-                "one host reducing in shared memory), auto")
+                "Under mpirun: gradient allreduce algorithm: ring, tree, butterfly, onetoall, mpi (MPI_Allreduce), "
+                "shm (ranks of one host reducing in shared memory), auto")
       ->capture_default_str();
   t->add_option("--comm-dtype", o->comm_dtype, "Under mpirun: gradients on the wire as f32, f16 or bf16")
       ->capture_default_str();

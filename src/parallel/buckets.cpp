@@ -90,8 +90,21 @@ GradientBuckets::GradientBuckets(const std::vector<Variable>& params, std::vecto
   }
   const bool f32_wire = comm_dtype == DType::kF32;
   layout_ = plan_buckets(numels, bucket_bytes, !(shared && f32_wire));
-  auto zeros = [&](std::int64_t n, DType dtype, bool reduced_in_place) {
-    return shared && reduced_in_place ? shared(n, dtype) : Tensor::zeros({n}, dtype);
+  // The buffers the allreduce runs on, one per bucket and set, each from a cache line of its own.
+  const std::size_t elem = dtype_size(comm_dtype);
+  const auto padded = [elem](std::int64_t n) { return (static_cast<std::size_t>(n) * elem + 63) / 64 * 64; };
+  std::span<std::byte> region;
+  if (shared) {
+    std::size_t bytes = 0;
+    for (std::int64_t n : layout_.bucket_elements) bytes += padded(n);
+    region = shared(bytes * static_cast<std::size_t>(sets));
+  }
+  std::size_t used = 0;
+  auto reduced_buffer = [&](std::int64_t n) {
+    if (!shared) return Tensor::zeros({n}, comm_dtype);
+    Tensor t = Tensor::over_external(region.data() + used, {n}, comm_dtype);
+    used += padded(n);
+    return t;
   };
   sets_.resize(static_cast<std::size_t>(sets));
   for (Set& s : sets_) {
@@ -99,9 +112,9 @@ GradientBuckets::GradientBuckets(const std::vector<Variable>& params, std::vecto
       const std::int64_t n = layout_.bucket_elements[b];
       // A one-parameter bucket usually adopts its gradient: its own buffer waits for a step
       // that needs it.
-      s.owned.push_back(layout_.adopts_gradient(b) ? Tensor() : zeros(n, DType::kF32, f32_wire));
+      s.owned.push_back(layout_.adopts_gradient(b) ? Tensor() : f32_wire ? reduced_buffer(n) : Tensor::zeros({n}));
       s.f32.push_back(s.owned.back());
-      s.wire.push_back(f32_wire ? Tensor() : zeros(n, comm_dtype, true));
+      s.wire.push_back(f32_wire ? Tensor() : reduced_buffer(n));
     }
     s.unscaled.assign(layout_.buckets.size(), 0);
     s.missing.assign(layout_.buckets.size(), 0);

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -63,15 +64,16 @@ BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t b
 // wire: copying a gradient in costs one pass, staging it through shared memory two).
 bool adopts_gradients(comm::Algorithm algorithm, DType comm_dtype);
 
-// Memory for the buffers the allreduce runs on (the f32 buckets, or the f16/bf16 wire buffers):
-// `elements` of `dtype`, zeroed, alive as long as the buckets.
-using BucketMemory = std::function<Tensor(std::int64_t elements, DType dtype)>;
+// One region of `bytes` (zeroed, 64-byte aligned, alive as long as the buckets) for the buffers
+// the allreduce runs on: the f32 buckets, or the f16/bf16 wire buffers.
+using BucketMemory = std::function<std::span<std::byte>(std::size_t bytes)>;
 
 class GradientBuckets {
  public:
   // `sets` independent copies of the buffers (2 for double buffering). With `shared`, the buffers
-  // the allreduce runs on come from it (the ranks' shared memory for shm, so it reduces them in
-  // place), and one-parameter buckets adopt no f32 gradient (adopts_gradients).
+  // the allreduce runs on are carved out of the one region it gives (the ranks' shared memory for
+  // shm, so it reduces them in place; called once), and one-parameter buckets adopt no f32
+  // gradient (adopts_gradients).
   GradientBuckets(const std::vector<Variable>& params, std::vector<std::string> names, std::size_t bucket_bytes,
                   DType comm_dtype, int sets, double grad_scale = 1.0, const BucketMemory& shared = {});
 

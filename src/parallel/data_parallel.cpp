@@ -34,35 +34,22 @@ DataParallelUpdater::DataParallelUpdater(Module& model, Optimizer& optimizer, Co
       if (c.shares_memory()) config_.algorithm = comm::Algorithm::kShm;
     });
   }
-  // shm reduces buffers in the ranks' shared memory in place: the buffers it runs on are carved
-  // out of one region (64-byte aligned), allocated by every rank together.
+  // shm reduces buffers in the ranks' shared memory in place: the buckets carve theirs out of one
+  // region, allocated by every rank together.
   BucketMemory shared;
   if (config_.algorithm == comm::Algorithm::kShm) {
-    const BucketLayout plan = plan_buckets(
-        [&] {
-          std::vector<std::int64_t> numels;
-          for (const Variable& p : params_) numels.push_back(p.data().numel());
-          return numels;
-        }(),
-        config_.bucket_bytes);
-    std::size_t bytes = 0;
-    for (std::int64_t n : plan.bucket_elements) bytes += (static_cast<std::size_t>(n) * 4 + 63) / 64 * 64;
-    bytes *= static_cast<std::size_t>(sets);
-    worker_.run([&](comm::Communicator& c) {
-      if (!c.shares_memory()) {
-        throw InputError(fmt::format(
-            "--allreduce shm needs every rank on one host, sharing memory; these {} ranks run on more than one "
-            "(or the transport '{}' cannot map memory between them): pick ring, tree, butterfly, onetoall, mpi or auto",
-            c.size(), c.transport().name()));
-      }
-      shared_ = c.allocate_shared(bytes);
-    });
-    shared = [this, used = std::size_t{0}](std::int64_t n, DType dtype) mutable {
-      const std::size_t need = (static_cast<std::size_t>(n) * dtype_size(dtype) + 63) / 64 * 64;
-      DT_CHECK(used + need <= shared_.size(), "bucket memory: {} + {} B of {}", used, need, shared_.size());
-      Tensor t = Tensor::over_external(shared_.data() + used, {n}, dtype);
-      used += need;
-      return t;
+    shared = [this](std::size_t bytes) {
+      worker_.run([&](comm::Communicator& c) {
+        if (!c.shares_memory()) {
+          throw InputError(fmt::format(
+              "--allreduce shm needs every rank on one host, sharing memory; these {} ranks run on more than one "
+              "(or the transport '{}' cannot map memory between them): pick ring, tree, butterfly, onetoall, mpi or "
+              "auto",
+              c.size(), c.transport().name()));
+        }
+        shared_ = c.allocate_shared(bytes);
+      });
+      return shared_;
     };
   }
   buckets_ = std::make_unique<GradientBuckets>(params_, names_, config_.bucket_bytes, config_.comm_dtype, sets,

@@ -56,11 +56,10 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
 // profile has shm_allreduce timed for that worker count. Its formula alone (allreduce_time.h)
 // prices memory traffic with rates measured for other purposes, too rough to pick it over a
 // collective that runs anywhere, and a spec-sheet GPU profile has no shared memory between
-// devices to run it on.
+// devices to run it on. The trainer's `auto` without a profile's choice runs shm wherever every
+// rank is on one host (parallel/data_parallel.h); the model's `auto` follows it where this holds,
+// else the communicator's size rule (step_model.cpp).
 bool shm_candidate(const Profile& profile, int workers);
-// The trainer's `auto` without a profile's choice runs shm wherever every rank is on one host
-// (parallel/data_parallel.h); the model's `auto` follows it where it can price it
-// (shm_candidate), else the communicator's size rule.
 
 // Seconds of an allreduce of `bytes` from measured points: linear in bytes between the two points
 // around it (time is an affine function of the bytes between sizes where the library keeps its

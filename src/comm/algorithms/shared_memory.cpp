@@ -123,20 +123,23 @@ void SharedMemory::allreduce(Collective& c, void* data, std::size_t count, DType
     if (own.region == kStaged) std::memcpy(staging_->base(me), mine, bytes);
     barrier(c);
   }
-  auto buffer = [&](int r) {
+  // Every rank's buffer, read from the descriptors once per call (kept across calls: no allocation).
+  buffers_.resize(static_cast<std::size_t>(p));
+  for (int r = 0; r < p; ++r) {
     const ControlLine& l = line(*control_, r);
-    return l.region == kStaged ? staging_->base(r) : regions_[static_cast<std::size_t>(l.region)]->base(r) + l.offset;
-  };
-  std::byte* const sum = buffer(me);
+    buffers_[static_cast<std::size_t>(r)] =
+        l.region == kStaged ? staging_->base(r) : regions_[static_cast<std::size_t>(l.region)]->base(r) + l.offset;
+  }
+  std::byte* const sum = buffers_[static_cast<std::size_t>(me)];
   const Block b = block_of(count, p, me);
   const std::size_t step = std::max<std::size_t>(1, kChunkBytes / elem);
   for (std::size_t at = b.offset; at < b.offset + b.count; at += step) {
     const std::size_t n = std::min(step, b.offset + b.count - at);
     for (int r = 0; r < p; ++r) {
-      if (r != me) c.reduce(sum + at * elem, buffer(r) + at * elem, n, dtype);
+      if (r != me) c.reduce(sum + at * elem, buffers_[static_cast<std::size_t>(r)] + at * elem, n, dtype);
     }
     for (int r = 0; r < p; ++r) {
-      if (r != me) std::memcpy(buffer(r) + at * elem, sum + at * elem, n * elem);
+      if (r != me) std::memcpy(buffers_[static_cast<std::size_t>(r)] + at * elem, sum + at * elem, n * elem);
     }
   }
   barrier(c);

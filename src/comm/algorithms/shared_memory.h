@@ -59,6 +59,7 @@ class SharedMemory {
   std::vector<std::unique_ptr<SharedRegion>> regions_;
   std::unique_ptr<SharedRegion> staging_;
   std::uint64_t phase_ = 0;
+  std::vector<std::byte*> buffers_;  // per rank, the current call's buffer
 };
 
 CommCost shm_allreduce_cost(int p, int rank, std::size_t count, std::size_t elem);
