@@ -11,6 +11,18 @@ namespace {
 
 thread_local bool grad_mode = true;
 thread_local BackwardObserver* observer = nullptr;
+thread_local const Node* running_node = nullptr;  // whose backward function runs (gradient_destination)
+
+class RunningNode {
+ public:
+  explicit RunningNode(const Node* node) : previous_(running_node) { running_node = node; }
+  ~RunningNode() { running_node = previous_; }
+  RunningNode(const RunningNode&) = delete;
+  RunningNode& operator=(const RunningNode&) = delete;
+
+ private:
+  const Node* previous_;
+};
 
 void accumulate(Tensor& into, const Tensor& g) {
   // Out of place: an op may hand the same tensor to several inputs (add does), so a gradient
@@ -53,6 +65,16 @@ void fire_hooks(const std::shared_ptr<VariableImpl>& leaf) {
 
 }  // namespace
 
+const Tensor* gradient_destination(std::size_t edge, const Shape& shape) {
+  if (running_node == nullptr || edge >= running_node->edges.size()) return nullptr;
+  const std::shared_ptr<VariableImpl>& leaf = running_node->edges[edge].leaf;
+  if (leaf == nullptr || leaf->grad.defined()) return nullptr;
+  const Tensor& d = leaf->grad_destination;
+  const bool fits = d.defined() && d.dtype() == DType::kF32 && d.layout() == Layout::kPlain &&
+                    d.device() == Device::cpu() && d.shape() == shape;
+  return fits ? &d : nullptr;
+}
+
 bool grad_enabled() { return grad_mode; }
 NoGradGuard::NoGradGuard() : previous_(grad_mode) { grad_mode = false; }
 NoGradGuard::~NoGradGuard() { grad_mode = previous_; }
@@ -93,7 +115,11 @@ void Variable::backward(const Tensor& seed) {
       throw InputError(fmt::format("backward() through '{}' a second time: its saved tensors were freed", node->name));
     }
     if (observer) observer->node_begin(*node);
-    std::vector<Tensor> grads = node->backward(grad_out);
+    std::vector<Tensor> grads;
+    {
+      const RunningNode running(node);
+      grads = node->backward(grad_out);
+    }
     node->backward = nullptr;  // frees the saved tensors as soon as they are used
     if (observer) observer->node_end(*node);
     DT_CHECK_EQ(grads.size(), node->edges.size());

@@ -22,6 +22,9 @@ using GradReadyHook = std::function<void(Variable&)>;
 struct VariableImpl {
   Tensor data;
   Tensor grad;  // undefined until a backward pass reaches this leaf
+  // Where an op may write this leaf's gradient when the pass reaches it with none yet (see
+  // gradient_destination); undefined: wherever the op allocates it.
+  Tensor grad_destination;
   bool requires_grad = false;
   std::shared_ptr<Node> grad_fn;  // the op that produced this variable; null for leaves
   std::string name;
@@ -65,6 +68,13 @@ class Variable {
   const std::shared_ptr<Node>& grad_fn() const { return impl_->grad_fn; }
   const std::shared_ptr<VariableImpl>& impl() const { return impl_; }
 
+  // Asks ops that can (linear's weight gradient) to write this leaf's gradient straight into
+  // `where` when it is the first gradient the leaf receives after zero_grad(), so grad() is then
+  // `where` itself: the data-parallel buckets hand their shared-memory slots out this way and
+  // skip copying the gradient in. Any later contribution is added out of place, as always.
+  // An undefined tensor removes the destination.
+  void set_grad_destination(Tensor where) { impl_->grad_destination = std::move(where); }
+
   // Called during backward when this leaf's gradient for the pass is complete. The engine keeps
   // no handle on the gradient by then: where grad().storage_unshared(), the hook may take the
   // gradient over and write into it (parallel/buckets.h does).
@@ -83,6 +93,11 @@ class Variable {
   static Variable record_op(Tensor data, std::string op, const std::vector<Variable>& inputs, BackwardFn backward);
   std::shared_ptr<VariableImpl> impl_;
 };
+
+// Inside a node's backward function: the tensor the gradient for the node's edge `edge` should be
+// written into, if that edge leads to a leaf with a gradient destination of this shape (plain f32
+// on the CPU) and no gradient yet in this pass; null otherwise (the op allocates its own).
+const Tensor* gradient_destination(std::size_t edge, const Shape& shape);
 
 // Gradient recording is on by default; NoGradGuard turns it off on this thread (evaluation).
 bool grad_enabled();

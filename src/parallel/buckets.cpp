@@ -82,7 +82,7 @@ BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t b
 GradientBuckets::GradientBuckets(const std::vector<Variable>& params, std::vector<std::string> names,
                                  std::size_t bucket_bytes, DType comm_dtype, int sets, double grad_scale,
                                  const BucketMemory& shared)
-    : names_(std::move(names)), comm_dtype_(comm_dtype), grad_scale_(static_cast<float>(grad_scale)) {
+    : params_(params), names_(std::move(names)), comm_dtype_(comm_dtype), grad_scale_(static_cast<float>(grad_scale)) {
   std::vector<std::int64_t> numels;
   for (const Variable& p : params) {
     numels.push_back(p.data().numel());
@@ -116,11 +116,16 @@ GradientBuckets::GradientBuckets(const std::vector<Variable>& params, std::vecto
       s.f32.push_back(s.owned.back());
       s.wire.push_back(f32_wire ? Tensor() : reduced_buffer(n));
     }
-    s.unscaled.assign(layout_.buckets.size(), 0);
+    s.unscaled.assign(params.size(), 0);
     s.missing.assign(layout_.buckets.size(), 0);
     s.received.assign(params.size(), 0);
+    s.in_place.assign(params.size(), 0);
     s.bad.assign(layout_.buckets.size(), "");
   }
+}
+
+GradientBuckets::~GradientBuckets() {
+  for (Variable& p : params_) p.set_grad_destination(Tensor());
 }
 
 void GradientBuckets::begin(int set) {
@@ -128,9 +133,14 @@ void GradientBuckets::begin(int set) {
   for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
     s.missing[b] = static_cast<int>(layout_.buckets[b].size());
     s.f32[b] = s.owned[b];  // lets go of last step's adopted gradient
-    s.unscaled[b] = 0;
   }
+  for (std::size_t p = 0; p < params_.size(); ++p) {
+    const bool owned = s.owned[layout_.bucket_of[p]].defined();
+    params_[p].set_grad_destination(owned ? gradient(p, set) : Tensor());
+  }
+  std::fill(s.unscaled.begin(), s.unscaled.end(), 0);
   std::fill(s.received.begin(), s.received.end(), 0);
+  std::fill(s.in_place.begin(), s.in_place.end(), 0);
   s.next_release = 0;
 }
 
@@ -150,13 +160,16 @@ std::vector<std::size_t> GradientBuckets::add(std::size_t param, const Tensor& g
   // Adopted only when nothing but the caller's one handle holds the gradient.
   if (layout_.adopts_gradient(b) && plain && grad.storage_unshared()) {
     s.f32[b] = grad.reshape({grad.numel()});
-    s.unscaled[b] = 1;
+    s.unscaled[param] = 1;
     --s.missing[b];
     return release(set);
   }
   s.f32[b] = owned_buffer(set, b);
   Tensor slot = gradient(param, set);
-  if (plain) {
+  if (plain && grad.raw_data() == slot.raw_data()) {
+    s.unscaled[param] = 1;  // written into its slot by backward (gradient destination)
+    s.in_place[param] = 1;
+  } else if (plain) {
     scaled_copy(grad.data<float>(), slot.data<float>(), static_cast<std::size_t>(slot.numel()), grad_scale_);
   } else if (grad.defined()) {
     slot.copy_from(grad);  // converts dtype and layout; then scaled in place
@@ -185,12 +198,16 @@ void GradientBuckets::reduce(comm::Communicator& comm, std::size_t bucket, int s
   Tensor& f = s.f32[bucket];
   float* data = f.data<float>();
   const std::size_t n = static_cast<std::size_t>(f.numel());
-  const bool unscaled = s.unscaled[bucket] != 0;
-  s.unscaled[bucket] = 0;
+  const auto count_of = [&](std::size_t p) { return static_cast<std::size_t>(shapes_[p].numel()); };
   if (comm_dtype_ == DType::kF32) {
     comm.allreduce(data, n, DType::kF32, algorithm);
   } else {
-    if (unscaled) scaled_copy(data, data, n, grad_scale_);  // into the 16-bit range first
+    for (std::size_t p : layout_.buckets[bucket]) {  // into the 16-bit range first
+      if (s.unscaled[p] == 0) continue;
+      float* x = data + layout_.offset[p];
+      scaled_copy(x, x, count_of(p), grad_scale_);
+      s.unscaled[p] = 0;
+    }
     auto* wire = static_cast<std::uint16_t*>(s.wire[bucket].raw_data());
     if (comm_dtype_ == DType::kF16) {
       convert_f32_to_f16(data, wire, n);
@@ -204,16 +221,14 @@ void GradientBuckets::reduce(comm::Communicator& comm, std::size_t bucket, int s
       convert_bf16_to_f32(wire, data, n);
     }
   }
-  const bool scale_now = unscaled && comm_dtype_ == DType::kF32;  // an adopted f32 sum
+  // An unscaled f32 sum (adopted or written in place) is scaled here, fused with the check.
   s.bad[bucket].clear();
   for (std::size_t p : layout_.buckets[bucket]) {
     float* x = data + layout_.offset[p];
-    const auto count = static_cast<std::size_t>(shapes_[p].numel());
-    const bool finite = scale_now ? scale_all_finite(x, count, grad_scale_) : all_finite(x, count);
-    if (!finite) {
-      s.bad[bucket] = names_[p];
-      break;  // an adopted bucket holds one parameter: nothing is left to scale
-    }
+    const bool scale_now = s.unscaled[p] != 0;
+    s.unscaled[p] = 0;
+    const bool finite = scale_now ? scale_all_finite(x, count_of(p), grad_scale_) : all_finite(x, count_of(p));
+    if (!finite && s.bad[bucket].empty()) s.bad[bucket] = names_[p];
   }
 }
 
@@ -226,6 +241,10 @@ Tensor& GradientBuckets::owned_buffer(int set, std::size_t bucket) {
 bool GradientBuckets::adopted(std::size_t bucket, int set) const {
   const Set& s = sets_[static_cast<std::size_t>(set)];
   return s.f32[bucket].defined() && !s.f32[bucket].shares_storage_with(s.owned[bucket]);
+}
+
+bool GradientBuckets::written_in_place(std::size_t param, int set) const {
+  return sets_[static_cast<std::size_t>(set)].in_place[param] != 0;
 }
 
 Tensor GradientBuckets::gradient(std::size_t param, int set) const {

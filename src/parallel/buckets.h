@@ -18,6 +18,12 @@
 // (where the scaled values must fit the 16-bit range). This saves the compute thread a copy of
 // every large gradient (12.8 MB a step for LeNet's largest weight).
 //
+// Where a bucket has a buffer of its own (several parameters, or one that must lie in shared
+// memory), each parameter's slot in it is that parameter's gradient destination
+// (Variable::set_grad_destination): an op that can (linear's weight gradient) writes the gradient
+// straight into its slot, and the hook then has nothing to copy; that gradient is scaled on the
+// communication thread, as an adopted one is. Other gradients are copied in.
+//
 // Communication in f16 or bf16 (ChainerMN's fp16 allreduce): the f32 bucket, already divided by
 // the number of ranks so the sum stays in range, is cast to the 16-bit type, allreduced (the
 // additions are done in f32 and rounded to the 16-bit type once per addition, see comm/reduce.h),
@@ -76,11 +82,16 @@ class GradientBuckets {
   // gradient (adopts_gradients).
   GradientBuckets(const std::vector<Variable>& params, std::vector<std::string> names, std::size_t bucket_bytes,
                   DType comm_dtype, int sets, double grad_scale = 1.0, const BucketMemory& shared = {});
+  // Removes the gradient destinations it gave the parameters.
+  ~GradientBuckets();
+  GradientBuckets(const GradientBuckets&) = delete;
+  GradientBuckets& operator=(const GradientBuckets&) = delete;
 
   const BucketLayout& layout() const { return layout_; }
   std::size_t num_buckets() const { return layout_.buckets.size(); }
 
-  // Starts a step on buffer set `set`: no gradient received yet.
+  // Starts a step on buffer set `set`: no gradient received yet; the parameters' gradient
+  // destinations become their slots in this set.
   void begin(int set);
   // Copies parameter i's gradient times grad_scale (undefined: zeros) into set `set`, or adopts
   // it (see above). Returns the buckets that can now be submitted, in bucket order: a bucket is
@@ -98,6 +109,8 @@ class GradientBuckets {
   Tensor gradient(std::size_t param, int set) const;
   // Whether the bucket holds an adopted gradient in set `set` this step (for tests and traces).
   bool adopted(std::size_t bucket, int set) const;
+  // Whether parameter i's gradient was written straight into its slot this step (no copy).
+  bool written_in_place(std::size_t param, int set) const;
   // Name of the first parameter with a NaN or Inf after the last reduce of `set` ("" if none).
   std::string non_finite_parameter(int set) const;
   std::size_t total_bytes() const;
@@ -106,6 +119,7 @@ class GradientBuckets {
   std::vector<std::size_t> release(int set);
 
   BucketLayout layout_;
+  std::vector<Variable> params_;
   std::vector<std::string> names_;
   std::vector<Shape> shapes_;
   DType comm_dtype_;
@@ -116,10 +130,11 @@ class GradientBuckets {
   struct Set {
     std::vector<Tensor> f32;     // per bucket: this step's flat buffer (owned or an adopted gradient)
     std::vector<Tensor> owned;   // per bucket: the buffer gradients are copied into
-    std::vector<char> unscaled;  // per bucket: holds an adopted gradient, not yet times grad_scale
+    std::vector<char> unscaled;  // per parameter: adopted or written in place, not yet times grad_scale
     std::vector<Tensor> wire;    // per bucket, comm_dtype (unused for f32)
     std::vector<int> missing;    // per bucket: gradients not yet received
     std::vector<char> received;  // per parameter
+    std::vector<char> in_place;  // per parameter: written into its slot by backward this step
     std::size_t next_release = 0;
     std::vector<std::string> bad;  // per bucket: first non-finite parameter
   };

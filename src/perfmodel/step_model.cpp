@@ -155,8 +155,9 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   // The compute thread's items: forward and backward of each micro-batch, layer by layer. In the
   // last backward each parameter's grad-ready hook copies its gradient into its bucket as soon as
   // its layer's backward ends (a bucket of one parameter adopts the gradient instead, no copy,
-  // except with shm and f32: parallel/buckets.h); a bucket is released when its last gradient is
-  // in and every bucket before it was released.
+  // except with shm and f32; a linear layer's weight gradient is written into its slot by backward,
+  // no copy either: parallel/buckets.h); a bucket is released when its last gradient is in and
+  // every bucket before it was released.
   SimInput sim;
   sim.double_buffering = c.double_buffering;
   sim.steps = kSimulatedSteps;
@@ -189,10 +190,19 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   std::vector<std::size_t> final_item(w.params.size(), sim.items.empty() ? 0 : sim.items.size() - 1);
   double copies = 0;
   const double copy_rate = d.gradient_copy_seconds();  // s per element
+  // Written in place only by the one backward of a step: with accumulation the first micro-batch's
+  // gradient is in the slot, and the sum of the later ones is a new tensor, copied in.
+  const auto in_place = [&](std::size_t q) { return w.params[q].written_in_place && c.accumulate == 1; };
+  // Gradients scaled on the communication thread (adopted or written in place), per bucket.
+  std::vector<std::int64_t> scaled_later(layout.buckets.size(), 0);
+  for (std::size_t q = 0; q < w.params.size(); ++q) {
+    const std::size_t b = layout.bucket_of[q];
+    if (layout.adopts_gradient(b) || in_place(q)) scaled_later[b] += w.params[q].numel;
+  }
   for (std::size_t i = 0; i < layers; ++i) {
     const std::size_t it = sim.items.size() - 1 - i;  // layer i's backward in the last micro-batch
     for (std::size_t q : owned[i]) {
-      if (distributed && !layout.adopts_gradient(layout.bucket_of[q])) {
+      if (distributed && !layout.adopts_gradient(layout.bucket_of[q]) && !in_place(q)) {
         const double copy = static_cast<double>(w.params[q].numel) * copy_rate;
         sim.items[it].seconds += copy;
         copies += copy;
@@ -206,11 +216,12 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
     // The communication thread's passes over a bucket, bytes per element: the finite check
     // (read f32); f16/bf16 casts each way (4 + 2 bytes); an adopted gradient's scaling (write
     // f32, reading what the check reads after an f32 allreduce; a pass of its own, read and
-    // write, before an f16/bf16 cast). These passes run as the copy does (a buffer a step old),
-    // so with a calibrated gradient copy each byte they read or write costs half a copied byte.
-    const auto local_rate = [&](bool adopted) {
-      const double reads = (half ? 10.0 : 4.0) + (adopted && half ? 4.0 : 0.0);
-      const double writes = (half ? 6.0 : 0.0) + (adopted ? 4.0 : 0.0);
+    // write, before an f16/bf16 cast), and so of a gradient written in place. These passes run
+    // as the copy does (a buffer a step old), so with a calibrated gradient copy each byte they
+    // read or write costs half a copied byte.
+    const auto local_rate = [&](bool scaled) {
+      const double reads = (half ? 10.0 : 4.0) + (scaled && half ? 4.0 : 0.0);
+      const double writes = (half ? 6.0 : 0.0) + (scaled ? 4.0 : 0.0);
       return d.gradient_copy ? (reads + writes) / (2 * d.gradient_copy->value)
                              : reads / d.memory_read.value + writes / d.memory_write.value;
     };
@@ -231,8 +242,9 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
       bt.allreduce = it->second.seconds;
       s.comm_allreduce += bt.allreduce;
       s.comm_latency += it->second.latency;
-      sim.bucket_seconds.push_back(bt.allreduce +
-                                   static_cast<double>(bt.elements) * local_rate(layout.adopts_gradient(b)));
+      const auto scaled = static_cast<double>(scaled_later[b]);
+      sim.bucket_seconds.push_back(bt.allreduce + (static_cast<double>(bt.elements) - scaled) * local_rate(false) +
+                                   scaled * local_rate(true));
       s.buckets.push_back(bt);
     }
   }

@@ -54,7 +54,10 @@ Workload describe_model(Module& model, const Shape& sample_shape, const std::str
     p.numel = var.data().numel();
     const std::size_t dot = pname.rfind('.');
     const auto it = first_call.find(dot == std::string::npos ? std::string() : pname.substr(0, dot));
-    if (it != first_call.end()) p.layer = it->second;
+    if (it != first_call.end()) {
+      p.layer = it->second;
+      p.written_in_place = w.layers[p.layer].kind == "linear" && pname.ends_with(".weight");
+    }
     w.params.push_back(std::move(p));
   }
   return w;

@@ -19,6 +19,9 @@ struct ParameterInfo {
   // Index into Workload::layers of the layer that owns it (its first call in forward, whose
   // backward runs last); kNoLayer when that layer never ran (its gradient arrives at the end).
   std::size_t layer = kNoLayer;
+  // Whether backward writes its gradient straight into a bucket's slot (a linear layer's weight:
+  // autograd/variable.h, gradient_destination), so no copy into the bucket is charged.
+  bool written_in_place = false;
   static constexpr std::size_t kNoLayer = std::numeric_limits<std::size_t>::max();
 };
 

@@ -86,7 +86,11 @@ class Backend {
   // --- linear: y[N, O] = x[N, I] w[O, I]^T + b[O] (plain) ---
   virtual Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor* b) = 0;
   virtual Tensor linear_backward_data(const Tensor& dy, const Tensor& w) = 0;
-  virtual WeightGrads linear_backward_weights(const Tensor& dy, const Tensor& x, bool with_bias) = 0;
+  // dw_into: null for a new dw; else a plain f32 CPU tensor of dw's shape that dw is written into
+  // (and returned as dw), so a gradient can land where it is needed without a copy
+  // (autograd/variable.h: gradient_destination).
+  virtual WeightGrads linear_backward_weights(const Tensor& dy, const Tensor& x, bool with_bias,
+                                              const Tensor* dw_into) = 0;
 
   // --- 2-D convolution: x [N, C, H, W], w [O, C, KH, KW] (plain), b [O] ---
   virtual Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dGeometry& g) = 0;
@@ -128,6 +132,8 @@ class Backend {
 Backend& reference_backend();
 Backend& dispatch(const Tensor& t);
 Backend& dispatch(Device device, DType dtype);
+// Checks that `into` can receive a weight gradient of `shape` (plain f32 on the CPU, that shape).
+void check_weight_destination(const Tensor& into, const Shape& shape);
 // Registers the backend for a device type (the CPU fast backend registers itself).
 void register_backend(DeviceType type, Backend* backend);
 

@@ -1,5 +1,6 @@
 #include <array>
 
+#include "core/error.h"
 #include "tensor/backend.h"
 #include "tensor/kernels/cpu/cpu_backend.h"
 
@@ -14,6 +15,12 @@ std::array<Backend*, 2>& registry() {
 }
 
 }  // namespace
+
+void check_weight_destination(const Tensor& into, const Shape& shape) {
+  DT_CHECK(into.defined() && into.dtype() == DType::kF32 && into.layout() == Layout::kPlain &&
+               into.device() == Device::cpu() && into.shape() == shape,
+           "a weight gradient of shape {} cannot be written into a tensor of shape {}", shape, into.shape());
+}
 
 void register_backend(DeviceType type, Backend* backend) { registry()[static_cast<std::size_t>(type)] = backend; }
 

@@ -71,6 +71,46 @@ TEST(Engine, HookKnowsWhetherItsGradientIsSharedWithOtherEdges) {
   EXPECT_TRUE(weight_unshared);
 }
 
+TEST(Engine, GradientDestinationReceivesTheFirstGradientOfAPass) {
+  Variable x = random_var({3, 4}, 8, -1, 1, false);
+  Variable w = random_var({2, 4}, 9);
+  const auto loss = [&] {
+    return ops::softmax_cross_entropy(ops::linear(x, w, Variable()), Tensor::from_labels({0, 1, 1}));
+  };
+  loss().backward();
+  const std::vector<double> want = w.grad().to_vector_f64();
+  w.zero_grad();
+
+  Tensor slot = Tensor::zeros({2, 4}, DType::kF64);
+  w.set_grad_destination(slot);
+  loss().backward();
+  EXPECT_NE(w.grad().raw_data(), slot.raw_data()) << "only plain f32 destinations are used";
+
+  Variable xf(x.data().to(DType::kF32), false), wf(w.data().to(DType::kF32), true);
+  Tensor slot32 = Tensor::zeros({2, 4});
+  wf.set_grad_destination(slot32);
+  const auto loss32 = [&] {
+    return ops::softmax_cross_entropy(ops::linear(xf, wf, Variable()), Tensor::from_labels({0, 1, 1}));
+  };
+  loss32().backward();
+  EXPECT_EQ(wf.grad().raw_data(), slot32.raw_data()) << "the first gradient is written into the destination";
+  const std::vector<double> got = slot32.to_vector_f64();
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5);
+  // Accumulating: the second pass adds out of place and leaves the destination as it was.
+  loss32().backward();
+  EXPECT_NE(wf.grad().raw_data(), slot32.raw_data());
+  const std::vector<double> twice = wf.grad().to_vector_f64(), slot_after = slot32.to_vector_f64();
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(twice[i], 2 * want[i], 1e-5);
+    EXPECT_EQ(slot_after[i], got[i]);
+  }
+  // No destination: a gradient of its own.
+  wf.zero_grad();
+  wf.set_grad_destination(Tensor());
+  loss32().backward();
+  EXPECT_NE(wf.grad().raw_data(), slot32.raw_data());
+}
+
 TEST(Engine, NoGradRecordsNothing) {
   Variable w = random_var({2, 2}, 7);
   NoGradGuard guard;

@@ -264,6 +264,14 @@ TEST(DataParallel, LargeGradientsAreAllreducedWhereBackwardLeftThem) {
         EXPECT_EQ(up.algorithm(), comm::Algorithm::kShm) << "auto on ranks that share memory";
         EXPECT_EQ(adopted, 0u) << "shm's f32 buckets are in shared memory";
       }
+      // Every linear weight's gradient is written by backward into its slot where its bucket has
+      // a buffer of its own (ring: the buckets of several parameters; shm: all), so not copied.
+      const auto named = model->named_parameters();
+      for (std::size_t i = 0; i < named.size(); ++i) {
+        const bool weight = named[i].first.ends_with("weight");
+        const bool own_buffer = a == comm::Algorithm::kAuto || b.layout().buckets[b.layout().bucket_of[i]].size() > 1;
+        EXPECT_EQ(b.written_in_place(i, 0), weight && own_buffer) << named[i].first;
+      }
     });
   }
 }

@@ -428,6 +428,29 @@ TEST(StepModel, ShmWithF32CopiesEveryGradientIntoSharedMemory) {
   EXPECT_NEAR(shm, predict_step(small, slow, c).compute, 1e-12);
 }
 
+TEST(StepModel, LinearWeightsWrittenInPlaceAreNotCopied) {
+  // mlp's weights are linear layers': backward writes their gradients into their slots (buckets.h),
+  // so with shm and f32 only the biases are copied in; with accumulation every gradient is.
+  const Workload w = describe_zoo_model("mlp", "mnist");
+  std::int64_t biases = 0, all = 0;
+  for (const ParameterInfo& q : w.params) {
+    EXPECT_EQ(q.written_in_place, q.name.ends_with(".weight")) << q.name;
+    biases += q.written_in_place ? 0 : q.numel;
+    all += q.numel;
+  }
+  Profile fast = test_profile(8, 1e-6, 1e9, 1e12, 1e12);
+  Profile slow = fast;
+  slow.device.gradient_copy = testing::q(1e9);
+  RunConfig c;
+  c.workers = 2;
+  c.algorithm = Algorithm::kShm;
+  const auto compute_extra = [&] { return predict_step(w, slow, c).compute - predict_step(w, fast, c).compute; };
+  const double per_element = 4 / 1e9 - (4 / 1e12 + 4 / 1e12);
+  EXPECT_NEAR(compute_extra(), static_cast<double>(biases) * per_element, 1e-9);
+  c.accumulate = 2;
+  EXPECT_NEAR(compute_extra(), static_cast<double>(all) * per_element, 1e-9);
+}
+
 TEST(AllreduceTime, SameHostBetaComesFromTheExchangeLadderAtTheBytesMoved) {
   Profile p = test_profile(4);  // intra-node link: alpha 1e-7, 1e10 bytes/s
   Profile laddered = p;

@@ -24,7 +24,11 @@ Variable linear(const Variable& x, const Variable& w, const Variable& b) {
                              Backend& bk = dispatch(g);
                              std::vector<Tensor> grads;
                              grads.push_back(need_dx ? bk.linear_backward_data(g, wt) : Tensor());
-                             WeightGrads wg = bk.linear_backward_weights(g, xt, has_bias);
+                             // dW straight into the weight's gradient destination, if it has one.
+                             const Tensor* into = g.device() == Device::cpu() && g.dtype() == DType::kF32
+                                                      ? gradient_destination(1, wt.shape())
+                                                      : nullptr;
+                             WeightGrads wg = bk.linear_backward_weights(g, xt, has_bias, into);
                              grads.push_back(std::move(wg.dw));
                              if (has_bias) grads.push_back(std::move(wg.db));
                              return grads;

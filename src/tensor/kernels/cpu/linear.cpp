@@ -41,12 +41,15 @@ Tensor CpuBackend::linear_backward_data(const Tensor& dy, const Tensor& w) {
   return dx;
 }
 
-WeightGrads CpuBackend::linear_backward_weights(const Tensor& dy, const Tensor& x, bool with_bias) {
-  if (!is_f32(dy) || !is_f32(x)) return ReferenceBackend::linear_backward_weights(dy, x, with_bias);
+WeightGrads CpuBackend::linear_backward_weights(const Tensor& dy, const Tensor& x, bool with_bias,
+                                                const Tensor* dw_into) {
+  if (!is_f32(dy) || !is_f32(x)) return ReferenceBackend::linear_backward_weights(dy, x, with_bias, dw_into);
   DT_CHECK(dy.dim() == 2 && x.dim() == 2 && dy.size(0) == x.size(0), "linear backward: gradient {} and input {}",
            dy.shape(), x.shape());
   const std::int64_t N = x.size(0), I = x.size(1), O = dy.size(1);
-  WeightGrads out{Tensor::empty({O, I}, DType::kF32), with_bias ? Tensor::empty({O}, DType::kF32) : Tensor()};
+  if (dw_into != nullptr) check_weight_destination(*dw_into, Shape{O, I});
+  WeightGrads out{dw_into != nullptr ? *dw_into : Tensor::empty({O, I}, DType::kF32),
+                  with_bias ? Tensor::empty({O}, DType::kF32) : Tensor()};
   const float* g = dy.data<float>();
   if (N == 0) {
     out.dw.fill(0.0);
