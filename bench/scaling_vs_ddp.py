@@ -7,18 +7,23 @@ process, alternately REPS times:
   dtrain np=2   mpirun -np 2 dtrain bench train ... (data-parallel; extra flags from --dtrain-args)
   torch np=1    THREADS=1 torch_tuned.sh torch_train.py M 64 STEPS
   torch DDP     THREADS=1 torch_tuned.sh torch_ddp.py 2 M 64 STEPS (Gloo)
+and, with --pair, two dtrain np=1 runs side by side (independent processes, no communication);
 and prints the medians: samples/s, efficiency = np2 / (2 * np1), dtrain's per-phase times
 (forward, backward, exposed communication, update; ms per step) at np=1 and np=2, and dtrain's
 CPU efficiency: CPU seconds per sample of np=1 over those of np=2 (user + system time of the whole
 job from /usr/bin/time, start-up included). On a shared machine the wall-clock efficiency is capped
 by the share of the cores the job gets (with L other runnable threads on 2 cores, np=1 gets about
 min(1, 2/(1+L)) cores and np=2 about min(2, 4/(2+L))), while the CPU efficiency shows the extra work
-the parallel run does (communication, polling) whatever the load.
+the parallel run does (communication, polling) whatever the load. The pair efficiency (--pair)
+is np2 over the two side-by-side processes' summed samples/s: what two processes on two cores reach
+with no communication at all is the ceiling there. On the development VM the two virtual CPUs are
+sometimes placed on cores that contend (a cache-line round trip of about 70 ns, `dtrain bench
+cores`), and then two independent LeNet processes each run 5-10% slower than one alone.
 
 usage: bench/scaling_vs_ddp.py [--reps 3] [--models mlp,lenet,resnet20] [--dtrain-args "--bucket-mb 4"]
 Targets (issue 4): efficiency >= 0.95 on lenet and resnet20, above DDP on every model.
 """
-import argparse, collections, os, shlex, tempfile
+import argparse, collections, os, shlex, subprocess, sys, tempfile
 
 import benchlib as bl
 
@@ -35,6 +40,18 @@ def timed(cmd):
     return out, user + system
 
 
+def side_by_side(cmd, n):
+    """Runs n copies of cmd at once; returns their stdouts."""
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(n)]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=900)
+        if p.returncode != 0:
+            sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{out}\n{err}")
+        outs.append(out)
+    return outs
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     bl.add_common_args(ap)
@@ -43,6 +60,7 @@ def main():
     ap.add_argument("--steps-scale", type=float, default=1.0, help="multiplies the steps per run")
     ap.add_argument("--dtrain-args", default="", help="extra flags of the np=2 dtrain run")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--pair", action="store_true", help="also time two independent np=1 runs side by side")
     a = ap.parse_args()
     extra = shlex.split(a.dtrain_args)
     waited = 0.0
@@ -67,6 +85,9 @@ def main():
             r["d1"].append(one["samples_per_s"])
             r["d2"].append(two["samples_per_s"])
             r["cpu"].append((cpu1 / steps) / (cpu2 / (2 * steps)))
+            if a.pair:
+                waited += bl.wait_quiet(a.quiet, a.quiet_max)
+                r["pair"].append(sum(bl.fields(o)["samples_per_s"] for o in side_by_side([a.dtrain, *train], 2)))
             for k in PHASES:
                 r["p1" + k].append(one[k])
                 r["p2" + k].append(two[k])
@@ -82,10 +103,11 @@ def main():
         m = {k: bl.median(v) for k, v in r.items()}
         d_eff = m["d2"] / (2 * m["d1"])
         t1, t2 = m.get("t1", float("nan")), m.get("t2", float("nan"))
+        pair = f"  pair {m['pair']:.0f}/s, np2 / pair {m['d2'] / m['pair']:.2f}" if a.pair else ""
         phases1 = "/".join(f"{m['p1' + k]:.2f}" for k in PHASES)
         phases2 = "/".join(f"{m['p2' + k]:.2f}" for k in PHASES)
         print(f"{model:9} {m['d1']:8.0f} {m['d2']:8.0f} {d_eff:6.2f} {m['cpu']:6.2f} {t1:8.0f} {t2:8.0f} {t2 / (2 * t1):6.2f}  "
-              f"{phases1} -> {phases2}", flush=True)
+              f"{phases1} -> {phases2}{pair}", flush=True)
     if a.quiet:
         print(f"# waited {waited:.0f} s in all for moments with at most {a.quiet} runnable threads")
     bl.footer()
