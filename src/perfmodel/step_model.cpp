@@ -76,8 +76,10 @@ StepPrediction predict_parameter_server(const Workload& w, const Profile& p, con
   s.compute = fwd + bwd;
   s.comm = t.push + t.pull + t.server_update;
   s.comm_allreduce = t.push + t.pull;
-  // BSP: the servers wait for every push, so the step waits for the slowest worker's.
-  s.straggler = c.sync == Sync::kBsp ? straggler_wait(s.compute, p.device.variation(), c.workers) : 0;
+  // BSP: the servers wait for every push, so the step waits for the slowest worker's (unless
+  // the ranks time-share CPUs and take turns, as in predict_step).
+  const bool takes_turns = p.node.time_shared(std::min(p.node.accelerators, c.workers));
+  s.straggler = c.sync == Sync::kBsp && !takes_turns ? straggler_wait(s.compute, p.device.variation(), c.workers) : 0;
   const double period = t.step + s.straggler;
   const double exposed_data = std::max(0.0, data - period);
   s.step = period + exposed_data;
@@ -271,11 +273,13 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   s.data = data;
   // Every worker's update waits for the slowest worker's last bucket: the wait goes before the
   // update (the loader runs on its own thread, so a slower period hides more of it). With double
-  // buffering that bucket is the step before's, and the slack hides most of the wait (straggler.h),
-  // unless the host's ranks time-share its CPUs: then the variation is the sharing itself, and a
-  // rank that runs ahead takes its time from the rank it shares a CPU with.
-  const bool time_shared = p.node.time_shared(std::min(p.node.accelerators, c.workers));
-  if (c.double_buffering && !time_shared) {
+  // buffering that bucket is the step before's, and the slack hides most of the wait
+  // (straggler.h). Where the host's ranks time-share its CPUs they take turns instead: the
+  // calibrated variation is the sharing itself, and a rank that waits gives its CPU to the rank
+  // it shares it with, whose compute the calibrated rates already count; no wait is charged.
+  if (p.node.time_shared(std::min(p.node.accelerators, c.workers))) {
+    s.straggler = 0;
+  } else if (c.double_buffering) {
     double tail = 0;
     for (double e : r.bucket_end) tail = std::max(tail, e - r.backward_end);
     s.straggler = straggler_wait_double_buffered(s.compute, d.variation(), c.workers, tail);
