@@ -70,9 +70,7 @@ const Tensor* gradient_destination(std::size_t edge, const Shape& shape) {
   const std::shared_ptr<VariableImpl>& leaf = running_node->edges[edge].leaf;
   if (leaf == nullptr || leaf->grad.defined()) return nullptr;
   const Tensor& d = leaf->grad_destination;
-  const bool fits = d.defined() && d.dtype() == DType::kF32 && d.layout() == Layout::kPlain &&
-                    d.device() == Device::cpu() && d.shape() == shape;
-  return fits ? &d : nullptr;
+  return plain_f32_cpu_of_shape(d, shape) ? &d : nullptr;
 }
 
 bool grad_enabled() { return grad_mode; }

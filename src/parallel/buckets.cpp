@@ -44,12 +44,6 @@ bool scale_all_finite(float* x, std::size_t n, float scale) {
   return worst != kExponent;
 }
 
-// Whether `grad` is plain f32 on the CPU, of the parameter's shape: the form a bucket holds.
-bool plain_f32_of_shape(const Tensor& grad, const Shape& shape) {
-  return grad.defined() && grad.dtype() == DType::kF32 && grad.layout() == Layout::kPlain &&
-         grad.device() == Device::cpu() && grad.shape() == shape;
-}
-
 }  // namespace
 
 bool adopts_gradients(comm::Algorithm algorithm, DType comm_dtype) {
@@ -156,7 +150,7 @@ std::vector<std::size_t> GradientBuckets::add(std::size_t param, const Tensor& g
   if (s.received[param]) return {};
   s.received[param] = 1;
   const std::size_t b = layout_.bucket_of[param];
-  const bool plain = plain_f32_of_shape(grad, shapes_[param]);
+  const bool plain = plain_f32_cpu_of_shape(grad, shapes_[param]);
   // Adopted only when nothing but the caller's one handle holds the gradient.
   if (layout_.adopts_gradient(b) && plain && grad.storage_unshared()) {
     s.f32[b] = grad.reshape({grad.numel()});

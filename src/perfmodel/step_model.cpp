@@ -66,6 +66,12 @@ void add_compute_events(const Workload& w, const ComputePlan& c, int accumulate,
   }
 }
 
+// Whether the workers' host has fewer CPUs than ranks: its ranks then take turns on them, and the
+// calibrated step variation is that sharing, which no worker waits for (see predict_step).
+bool ranks_take_turns(const Profile& p, int workers) {
+  return p.node.time_shared(std::min(p.node.accelerators, workers));
+}
+
 StepPrediction predict_parameter_server(const Workload& w, const Profile& p, const RunConfig& c,
                                         const ComputePlan& plan, double data) {
   StepPrediction s;
@@ -77,9 +83,9 @@ StepPrediction predict_parameter_server(const Workload& w, const Profile& p, con
   s.comm = t.push + t.pull + t.server_update;
   s.comm_allreduce = t.push + t.pull;
   // BSP: the servers wait for every push, so the step waits for the slowest worker's (unless
-  // the ranks time-share CPUs and take turns, as in predict_step).
-  const bool takes_turns = p.node.time_shared(std::min(p.node.accelerators, c.workers));
-  s.straggler = c.sync == Sync::kBsp && !takes_turns ? straggler_wait(s.compute, p.device.variation(), c.workers) : 0;
+  // the ranks take turns on shared CPUs).
+  const bool waits = c.sync == Sync::kBsp && !ranks_take_turns(p, c.workers);
+  s.straggler = waits ? straggler_wait(s.compute, p.device.variation(), c.workers) : 0;
   const double period = t.step + s.straggler;
   const double exposed_data = std::max(0.0, data - period);
   s.step = period + exposed_data;
@@ -277,7 +283,7 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   // (straggler.h). Where the host's ranks time-share its CPUs they take turns instead: the
   // calibrated variation is the sharing itself, and a rank that waits gives its CPU to the rank
   // it shares it with, whose compute the calibrated rates already count; no wait is charged.
-  if (p.node.time_shared(std::min(p.node.accelerators, c.workers))) {
+  if (ranks_take_turns(p, c.workers)) {
     s.straggler = 0;
   } else if (c.double_buffering) {
     double tail = 0;

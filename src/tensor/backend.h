@@ -132,7 +132,10 @@ class Backend {
 Backend& reference_backend();
 Backend& dispatch(const Tensor& t);
 Backend& dispatch(Device device, DType dtype);
-// Checks that `into` can receive a weight gradient of `shape` (plain f32 on the CPU, that shape).
+// Whether `t` is defined, plain f32 on the CPU and of `shape`: the form a gradient bucket's slot
+// has, and so what a gradient written into one must be.
+bool plain_f32_cpu_of_shape(const Tensor& t, const Shape& shape);
+// Checks that `into` can receive a weight gradient of `shape` (plain_f32_cpu_of_shape).
 void check_weight_destination(const Tensor& into, const Shape& shape);
 // Registers the backend for a device type (the CPU fast backend registers itself).
 void register_backend(DeviceType type, Backend* backend);

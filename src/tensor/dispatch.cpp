@@ -16,9 +16,13 @@ std::array<Backend*, 2>& registry() {
 
 }  // namespace
 
+bool plain_f32_cpu_of_shape(const Tensor& t, const Shape& shape) {
+  return t.defined() && t.dtype() == DType::kF32 && t.layout() == Layout::kPlain && t.device() == Device::cpu() &&
+         t.shape() == shape;
+}
+
 void check_weight_destination(const Tensor& into, const Shape& shape) {
-  DT_CHECK(into.defined() && into.dtype() == DType::kF32 && into.layout() == Layout::kPlain &&
-               into.device() == Device::cpu() && into.shape() == shape,
+  DT_CHECK(plain_f32_cpu_of_shape(into, shape),
            "a weight gradient of shape {} cannot be written into a tensor of shape {}", shape, into.shape());
 }
 
