@@ -20,6 +20,7 @@
 #include "nn/linear.h"
 #include "nn/models/models.h"
 #include "optim/optimizer.h"
+#include "parallel/data_parallel.h"
 #include "perfmodel/layer_cost.h"
 #include "perfmodel/layer_trace.h"
 #include "perfmodel/straggler.h"
@@ -162,13 +163,16 @@ struct StepTimes {
   std::vector<double> steps, copies;
 };
 
+// One compute step: a forward and backward of every layer shape of the chosen models.
+void compute_step(LayerBench& bench) {
+  for (std::size_t i = 0; i < bench.layers().size(); ++i) {
+    if (bench.of_chosen_model(i)) bench.run(i);
+  }
+}
+
 // The compute steps, each followed by a gradient copy of `gradient_bytes` (calibrate_compute.h).
 StepTimes time_steps(LayerBench& bench, std::size_t gradient_bytes, double min_seconds) {
-  const auto step = [&bench] {
-    for (std::size_t i = 0; i < bench.layers().size(); ++i) {
-      if (bench.of_chosen_model(i)) bench.run(i);
-    }
-  };
+  const auto step = [&bench] { compute_step(bench); };
   const std::size_t count = gradient_bytes / sizeof(float);
   std::vector<float> gradient(count, 1.0f), bucket(count, 0.0f);
   float value = 1.0f;
@@ -188,6 +192,33 @@ StepTimes time_steps(LayerBench& bench, std::size_t gradient_bytes, double min_s
   volatile float sink = bucket[count / 2];
   (void)sink;
   return t;
+}
+
+// Mean seconds of `steps` compute steps synchronised as a data-parallel step is: a barrier handed
+// to the communication thread whenever the layers run since the last one hold a bucket's
+// gradients, one at the end, and the step waiting for them all. The period of a synchronous step
+// with its ranks' synchronisations and without their data.
+double synchronized_step_seconds(LayerBench& bench, const ComputeCalibrationOptions& o, std::size_t steps) {
+  o.agree(steps);
+  const std::int64_t bucket = static_cast<std::int64_t>(DataParallelConfig{}.bucket_bytes / sizeof(float));
+  const auto step = [&] {
+    std::int64_t filled = 0;
+    for (std::size_t i = 0; i < bench.layers().size(); ++i) {
+      if (!bench.of_chosen_model(i)) continue;
+      bench.run(i);
+      filled += bench.layers()[i].params;
+      if (filled >= bucket) {
+        o.barrier_async();
+        filled = 0;
+      }
+    }
+    o.barrier_async();
+    o.wait_barriers();
+  };
+  step();
+  const Stopwatch sw;
+  for (std::size_t i = 0; i < steps; ++i) step();
+  return sw.seconds() / static_cast<double>(steps);
 }
 
 double update_seconds(Module& model, double min_seconds) {
@@ -339,6 +370,10 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
   d.step_seconds = steps.steps;
   d.gradient_copy = static_cast<double>(d.gradient_bytes) / median(steps.copies);
   d.step_variation = robust_variation(d.step_seconds);
+  if (o.barrier && o.agree && o.barrier_async && o.wait_barriers) {
+    sync(o);
+    d.synchronized_step = synchronized_step_seconds(bench, o, d.step_seconds.size());
+  }
   double params = 0, update = 0;
   for (const auto& m : bench.models()) {
     sync(o);

@@ -19,6 +19,13 @@
 //                              steps) timed one by one: the robust coefficient of
 //                              variation of their times (straggler.h: robust_variation), which
 //                              calibration.h combines over ranks;
+//   synchronized step          where ranks are joined, the same compute steps again (as many as
+//                              rank 0 timed), synchronised as a data-parallel step is: a barrier
+//                              handed to the communication thread each time the layers run so far
+//                              hold a default bucket's gradients (1 MiB) and at the step's end,
+//                              the step waiting for all of them: the mean period. Where ranks
+//                              time-share CPUs it exceeds the steps' mean by the cost of taking
+//                              turns (profile.h: turn_taking);
 //   gradient copy              after each of those steps, the largest chosen model's gradient
 //                              bytes written (as backward writes a gradient) and then copied,
 //                              timed, into a second buffer (its bucket, last touched a step
@@ -51,6 +58,11 @@ struct ComputeCalibrationOptions {
   double min_seconds = 0.1;       // per shape: repeat until this much time was measured (and 5 calls)
   std::string scratch_dir;        // for the disk benchmark; "" = $TMPDIR or /tmp
   std::function<void()> barrier;  // aligns the ranks between benchmarks (may be empty)
+  // Sets a count to rank 0's on every rank, so that ranks joined by barriers agree on the steps.
+  std::function<void(std::size_t&)> agree;
+  // Hands a barrier to the communication thread without waiting for it, as backward hands it a
+  // bucket; and waits for every barrier handed. All three or none (one rank).
+  std::function<void()> barrier_async, wait_barriers;
 };
 
 struct ShapeTiming {
@@ -71,6 +83,7 @@ struct DeviceCalibration {
   std::vector<ShapeTiming> timings;
   std::vector<double> step_seconds;  // the timed compute steps, in order
   double step_variation = 0;         // robust std / median of step_seconds
+  double synchronized_step = 0;      // mean period of a compute step and a barrier (0: no barrier)
   std::size_t gradient_bytes = 0;    // the gradient copy's size
   double gradient_copy = 0;          // bytes/s
 };

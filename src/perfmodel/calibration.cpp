@@ -1,12 +1,15 @@
 #include "perfmodel/calibration.h"
 
 #include <fmt/format.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <ctime>
 #include <fstream>
+#include <numeric>
 #include <thread>
 
 #include "comm/hosts.h"
@@ -55,6 +58,34 @@ std::vector<double> sum_over_ranks(CommWorker* w, std::vector<double> v) {
   return {f.begin(), f.end()};
 }
 
+// Logical CPUs the ranks of rank 0's host may run on: the union of their CPU affinity masks, so
+// that mpirun binding each rank to a core of its own counts those cores, and `taskset -c 0
+// mpirun` one CPU. Collective.
+int host_cpus(CommWorker* w, const std::vector<int>& host_of) {
+  constexpr std::size_t kWords = CPU_SETSIZE / 64;
+  std::array<std::uint64_t, kWords> mine{};
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const bool known = sched_getaffinity(0, sizeof set, &set) == 0;
+  const int cpus = known ? CPU_SETSIZE : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int cpu = 0; cpu < cpus; ++cpu) {
+    if (!known || CPU_ISSET(cpu, &set)) mine[static_cast<std::size_t>(cpu) / 64] |= std::uint64_t{1} << (cpu % 64);
+  }
+  std::vector<std::uint64_t> all(mine.begin(), mine.end());
+  if (w != nullptr) {
+    all.resize(kWords * static_cast<std::size_t>(w->communicator().size()));
+    w->run([&](comm::Communicator& c) { c.allgather(mine.data(), all.data(), sizeof mine); });
+  }
+  std::array<std::uint64_t, kWords> host{};
+  for (std::size_t r = 0; r * kWords < all.size(); ++r) {
+    if (r < host_of.size() && host_of[r] != host_of.at(0)) continue;
+    for (std::size_t i = 0; i < kWords; ++i) host[i] |= all[r * kWords + i];
+  }
+  int count = 0;
+  for (std::uint64_t word : host) count += std::popcount(word);
+  return count;
+}
+
 void sample_core_round_trip(CommWorker* w, std::vector<double>& out) {
   if (const std::optional<double> rt = core_round_trip_on_rank0(w)) out.push_back(*rt);
 }
@@ -72,6 +103,11 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   sample_core_round_trip(worker, c.core_round_trips);
   if (worker != nullptr) {
     o.device.barrier = [worker] { worker->run([](comm::Communicator& comm) { comm.barrier(); }); };
+    o.device.barrier_async = [worker] { worker->submit([](comm::Communicator& comm) { comm.barrier(); }); };
+    o.device.wait_barriers = [worker] { worker->wait_all(); };
+    o.device.agree = [worker](std::size_t& count) {
+      worker->run([&count](comm::Communicator& comm) { comm.broadcast(&count, sizeof count, 0); });
+    };
     worker->run([&](comm::Communicator& comm) { c.transport = calibrate_transport(comm, o.min_seconds); });
   } else {
     c.transport.host_of = {0};
@@ -96,7 +132,9 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   // The step variation: each rank's median step and robust variance (straggler.h).
   const double mid = median(mine.step_seconds);
   const double sigma = mine.step_variation * mid;
-  v.insert(v.end(), {mid, mid * mid, sigma * sigma, 1 / mine.gradient_copy});
+  const double alone = std::accumulate(mine.step_seconds.begin(), mine.step_seconds.end(), 0.0) /
+                       static_cast<double>(std::max<std::size_t>(1, mine.step_seconds.size()));
+  v.insert(v.end(), {mid, mid * mid, sigma * sigma, alone, mine.synchronized_step, 1 / mine.gradient_copy});
   const std::vector<double> sum = sum_over_ranks(worker, v);
   const double p = c.ranks;
   c.device = mine;
@@ -112,10 +150,16 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   const double within = sum[at + 2] / p;
   // The schema takes a fraction below 1; a spread that large means the machine was swamped.
   c.device.step_variation = mean_median > 0 ? std::min(0.99, std::sqrt(within + between) / mean_median) : 0.0;
+  // Taking turns: how much longer the ranks' steps are when a barrier joins them after each.
+  c.device.synchronized_step = sum[at + 4] / p;
+  if (sum[at + 4] > 0 && sum[at + 3] > 0) c.turn_taking = sum[at + 4] / sum[at + 3] - 1;
   sample_core_round_trip(worker, c.core_round_trips);
-  c.host_cores = static_cast<int>(std::thread::hardware_concurrency());
+  c.host_cores = host_cpus(worker, c.transport.host_of);
   c.options = o;
   c.options.device.barrier = nullptr;
+  c.options.device.agree = nullptr;
+  c.options.device.barrier_async = nullptr;
+  c.options.device.wait_barriers = nullptr;
   c.seconds = sw.seconds();
   return c;
 }
@@ -198,7 +242,16 @@ Profile calibrated_profile(const Calibration& c) {
                                       c.core_round_trips.size(), *lo * 1e9, *hi * 1e9));
   }
   if (c.host_cores > 0) {
-    n.cores = q(c.host_cores, "logical CPUs of rank 0's host (std::thread::hardware_concurrency)");
+    n.cores =
+        q(c.host_cores, "logical CPUs the ranks of rank 0's host may run on (the union of their CPU affinity masks)");
+    if (n.time_shared(per_host, c.threads) && c.device.synchronized_step > 0) {
+      n.turn_taking = q(std::max(0.0, c.turn_taking),
+                        fmt::format("the same {} compute steps per rank with a barrier of the {} "
+                                    "ranks handed to the communication thread per 1 MiB of gradients and "
+                                    "at the end: mean period {} against {} alone, minus 1 (at least 0); {}",
+                                    c.device.step_seconds.size(), c.ranks, format_seconds(c.device.synchronized_step),
+                                    format_seconds(c.device.synchronized_step / (1 + c.turn_taking)), layout));
+    }
   }
   if (c.overlap.measured) {
     n.overlap = OverlapProfile{q(c.overlap.compute_share, c.overlap.how + "; compute rate kept"),
@@ -259,6 +312,11 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
     s += fmt::format("  step variation  {:.1f}% (standard deviation / mean of {} compute steps of about {} per rank)\n",
                      100 * c.device.step_variation, c.device.step_seconds.size(),
                      format_seconds(median(c.device.step_seconds)));
+  }
+  if (c.device.synchronized_step > 0) {
+    s += fmt::format(
+        "  synchronized    {} a compute step with the ranks' barriers per bucket: {:+.1f}% over the steps alone\n",
+        format_seconds(c.device.synchronized_step), 100 * c.turn_taking);
   }
   s += fmt::format("  disk read       {} per host\n", gbps(c.device.disk_read));
   if (c.transport.reduce > 0) s += fmt::format("  reduce (gamma)  {}\n", gbps(c.transport.reduce));

@@ -44,7 +44,11 @@ struct Calibration {
   // Cache-line round trips between two cores of rank 0's host (core/core_round_trip.h), seconds,
   // sampled at the start, middle and end; empty on one CPU.
   std::vector<double> core_round_trips;
-  int host_cores = 0;  // logical CPUs of rank 0's host (0: unknown)
+  int host_cores = 0;  // logical CPUs the ranks of rank 0's host may run on (0: unknown)
+  // The synchronized steps' mean period over the steps' mean alone, minus 1, both summed over
+  // ranks (0: one rank); the profile keeps it, at least 0, where the ranks time-share CPUs
+  // (profile.h: turn_taking).
+  double turn_taking = 0;
   CalibrationOptions options;
 };
 

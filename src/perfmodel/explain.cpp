@@ -38,6 +38,12 @@ std::string ms(double s) { return format_seconds(s); }
 std::string advice(const std::string& part, const Explanation& e, const RunConfig& c) {
   if (part == "exposed communication") {
     if (!e.has_model) return "the wait for the gradient buckets after backward";
+    if (e.turns && e.straggler > 0.5 * e.predicted.comm) {
+      return fmt::format(
+          "mostly the ranks taking turns on shared CPUs ({} of the model's {}): more ranks than CPUs; run at most "
+          "one rank per CPU",
+          ms(e.straggler), ms(e.predicted.comm));
+    }
     if (e.straggler > 0.5 * e.predicted.comm) {
       return fmt::format(
           "mostly the wait for the slowest worker ({} of the model's {}): ranks that differ in speed (a busier "
@@ -155,6 +161,7 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec)
     e.comm_latency = p.comm_latency;
     e.comm_allreduce = p.comm_allreduce;
     e.straggler = p.straggler;
+    e.turns = p.turns;
     e.buckets = static_cast<int>(p.buckets.size());
   }
 
@@ -177,7 +184,8 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec)
   row("backward", e.measured.backward, e.predicted.backward);
   row("communication (exposed)", e.measured.comm, e.predicted.comm);
   if (e.has_model && e.straggler > 0) {
-    s += fmt::format("  {:<24} {:>10} {:>10}\n", "  of which straggler wait", "", ms(e.straggler));
+    s += fmt::format("  {:<24} {:>10} {:>10}\n", e.turns ? "  of which taking turns" : "  of which straggler wait", "",
+                     ms(e.straggler));
   }
   row("update", e.measured.update, e.predicted.update);
   row("other", e.measured_other, 0, false);
@@ -192,7 +200,9 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec)
         "{} (latency {}: rounds x alpha; bandwidth and reduction {}); {} of it overlaps compute, {} is exposed\n",
         e.buckets, ms(e.comm_busy), ms(e.comm_allreduce), ms(e.comm_latency), ms(e.comm_allreduce - e.comm_latency),
         ms(std::max(0.0, e.comm_busy - (e.predicted.comm - e.straggler))), ms(e.predicted.comm - e.straggler));
-    if (e.straggler > 0) {
+    if (e.straggler > 0 && e.turns) {
+      s += fmt::format("taking turns (model): {} per step, {} ranks sharing fewer CPUs\n", ms(e.straggler), c.workers);
+    } else if (e.straggler > 0) {
       s += fmt::format("straggler wait (model): {} per step waiting for the slowest of the {} workers\n",
                        ms(e.straggler), c.workers);
     }

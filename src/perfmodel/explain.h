@@ -44,6 +44,7 @@ struct Explanation {
   PhaseTimes predicted;  // per step
   double comm_busy = 0, comm_latency = 0, comm_allreduce = 0;
   double straggler = 0;  // of predicted.comm: the wait for the slowest worker
+  bool turns = false;    // ranks take turns on shared CPUs: `straggler` is the turns' cost
   int buckets = 0;
   // Cache-line round trips between two cores (core/core_round_trip.h), seconds, 0 when not
   // recorded: at the run's start (the log) and when the profile was calibrated.

@@ -118,6 +118,14 @@ struct NodeProfile {
   // absent: as many as its ranks. More ranks than CPUs time-share them, and then the step
   // variation is that sharing, not independent noise (straggler.h).
   std::optional<Quantity> cores;
+  // Where ranks time-share CPUs, the fraction of a step's compute by which a synchronous step is
+  // longer than the ranks' steps alone: at each synchronisation a CPU switches to the rank it
+  // shares it with, and the CPUs finish their ranks' turns at different times. Measured by dtrain
+  // calibrate (compute steps with and without a barrier after each), charged in place of the wait
+  // for a straggler (straggler.h), which ranks that take turns do not have. Optional, >= 0;
+  // absent: 0.
+  std::optional<Quantity> turn_taking;
+  double turn_taking_fraction() const { return turn_taking ? turn_taking->value : 0; }
   // Whether `ranks` ranks on one host run more compute threads than it has CPUs.
   bool time_shared(int ranks, int threads = 1) const { return cores && ranks * threads > cores->value; }
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "comm/hosts.h"
 #include "core/error.h"
@@ -72,6 +73,17 @@ bool ranks_take_turns(const Profile& p, int workers) {
   return p.node.time_shared(std::min(p.node.accelerators, workers));
 }
 
+// What synchronising the workers adds to a step of `compute` seconds. Where they take turns on
+// shared CPUs, a rank that waits gives its CPU to the rank it shares it with, whose compute the
+// calibrated rates already count: no straggler wait, but the measured cost of the turns
+// (profile.h: turn_taking). Elsewhere, the wait for the slowest worker (straggler.h), with the
+// slack of double buffering when `tail` (the last bucket's end past backward) is given.
+double synchronization_wait(const Profile& p, int workers, double compute, std::optional<double> tail) {
+  if (ranks_take_turns(p, workers)) return p.node.turn_taking_fraction() * compute;
+  if (tail) return straggler_wait_double_buffered(compute, p.device.variation(), workers, *tail);
+  return straggler_wait(compute, p.device.variation(), workers);
+}
+
 StepPrediction predict_parameter_server(const Workload& w, const Profile& p, const RunConfig& c,
                                         const ComputePlan& plan, double data) {
   StepPrediction s;
@@ -82,10 +94,9 @@ StepPrediction predict_parameter_server(const Workload& w, const Profile& p, con
   s.compute = fwd + bwd;
   s.comm = t.push + t.pull + t.server_update;
   s.comm_allreduce = t.push + t.pull;
-  // BSP: the servers wait for every push, so the step waits for the slowest worker's (unless
-  // the ranks take turns on shared CPUs).
-  const bool waits = c.sync == Sync::kBsp && !ranks_take_turns(p, c.workers);
-  s.straggler = waits ? straggler_wait(s.compute, p.device.variation(), c.workers) : 0;
+  // BSP: the servers wait for every push, so the step waits for the slowest worker's.
+  s.straggler = c.sync == Sync::kBsp ? synchronization_wait(p, c.workers, s.compute, std::nullopt) : 0;
+  s.turns = ranks_take_turns(p, c.workers);
   const double period = t.step + s.straggler;
   const double exposed_data = std::max(0.0, data - period);
   s.step = period + exposed_data;
@@ -94,7 +105,7 @@ StepPrediction predict_parameter_server(const Workload& w, const Profile& p, con
   add_compute_events(w, plan, c.accumulate, exposed_data, s);
   double at = exposed_data + fwd + bwd;
   if (s.straggler > 0) {
-    s.timeline.push_back({"wait for the slowest worker", "straggler", "compute", at, s.straggler});
+    s.timeline.push_back({s.wait_name(), "straggler", "compute", at, s.straggler});
     at += s.straggler;
   }
   s.timeline.push_back({"push gradients", "push", "comm", at, t.push});
@@ -280,18 +291,14 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   // Every worker's update waits for the slowest worker's last bucket: the wait goes before the
   // update (the loader runs on its own thread, so a slower period hides more of it). With double
   // buffering that bucket is the step before's, and the slack hides most of the wait
-  // (straggler.h). Where the host's ranks time-share its CPUs they take turns instead: the
-  // calibrated variation is the sharing itself, and a rank that waits gives its CPU to the rank
-  // it shares it with, whose compute the calibrated rates already count; no wait is charged.
-  if (ranks_take_turns(p, c.workers)) {
-    s.straggler = 0;
-  } else if (c.double_buffering) {
-    double tail = 0;
-    for (double e : r.bucket_end) tail = std::max(tail, e - r.backward_end);
-    s.straggler = straggler_wait_double_buffered(s.compute, d.variation(), c.workers, tail);
-  } else {
-    s.straggler = straggler_wait(s.compute, d.variation(), c.workers);
+  // (straggler.h). Where the host's ranks time-share its CPUs they take turns instead.
+  std::optional<double> tail;
+  if (c.double_buffering) {
+    tail = 0.0;
+    for (double e : r.bucket_end) tail = std::max(*tail, e - r.backward_end);
   }
+  s.straggler = synchronization_wait(p, c.workers, s.compute, tail);
+  s.turns = ranks_take_turns(p, c.workers);
   const double period = r.period + s.straggler;
   const double exposed_data = std::max(0.0, data - period);
   s.step = period + exposed_data;
@@ -318,8 +325,7 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
                           s.buckets[b].end - s.buckets[b].start});
   }
   if (s.straggler > 0) {
-    s.timeline.push_back(
-        {"wait for the slowest worker", "straggler", "compute", exposed_data + r.update_start, s.straggler});
+    s.timeline.push_back({s.wait_name(), "straggler", "compute", exposed_data + r.update_start, s.straggler});
   }
   s.timeline.push_back(
       {"update", "update", "compute", exposed_data + r.update_start + s.straggler, r.update_end - r.update_start});

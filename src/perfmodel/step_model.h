@@ -17,6 +17,8 @@
 //     waits for the slowest of the p workers, on average  v x compute x E[max of p standard
 //     normals]  longer than one worker's own step (v the device's step_variation). The wait
 //     comes before the update, where the trainer measures it as communication (phases.comm).
+//     Where a host's ranks time-share its CPUs they take turns instead, and the step is longer by
+//     the node's calibrated turn_taking fraction of its compute (profile.h), charged in its place.
 //     With double buffering the update waits for the previous step's buckets: one step of slack
 //     absorbs part of the wait, but the full term is charged (an upper bound). ASP has no wait: no
 //     worker waits for another. SSP is predicted as ASP: a fast worker waits only once it is a
@@ -88,11 +90,13 @@ struct StepPrediction {
   double comm_allreduce = 0;  // of which in the collectives themselves
   double comm_latency = 0;    // of which charged to latency (alpha)
   double straggler = 0;       // the wait for the slowest worker, included in step and in phases.comm
+  bool turns = false;         // the ranks take turns on shared CPUs: `straggler` is the turns' cost
   std::vector<BucketTiming> buckets;
   std::vector<TimelineEvent> timeline;  // one steady-state step, from its start
   std::string
       bottleneck;  // compute | communication (latency) | communication (bandwidth) | data loading | parameter servers
 
+  const char* wait_name() const { return turns ? "ranks taking turns on shared CPUs" : "wait for the slowest worker"; }
   // The communication the step waits for, the straggler wait left out.
   double exposed_comm() const { return phases.comm - straggler; }
 };

@@ -22,6 +22,7 @@ nlohmann::json prediction_json(const StepPrediction& s) {
           {"comm_allreduce_s", s.comm_allreduce},
           {"comm_latency_s", s.comm_latency},
           {"straggler_s", s.straggler},
+          {"turns", s.turns},
           {"data_s", s.data},
           {"bottleneck", s.bottleneck},
           {"phases_s", s.phases},
@@ -36,6 +37,7 @@ StepPrediction prediction_from_json(const nlohmann::json& j) {
   s.comm_allreduce = j.value("comm_allreduce_s", 0.0);
   s.comm_latency = j.value("comm_latency_s", 0.0);
   s.straggler = j.value("straggler_s", 0.0);
+  s.turns = j.value("turns", false);
   s.data = j.value("data_s", 0.0);
   s.bottleneck = j.value("bottleneck", "");
   if (j.contains("phases_s")) s.phases = j["phases_s"].get<PhaseTimes>();

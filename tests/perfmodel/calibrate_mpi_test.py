@@ -7,6 +7,9 @@ usage: calibrate_mpi_test.py DTRAIN CASE [NETNS_HOSTS_SH]
               `dtrain train --profile --allreduce auto --bucket-mb auto` logs the choice with its
               alternatives and prints predicted beside measured per epoch; `dtrain explain` on
               that log names what limits scaling
+  time_shared two ranks on one CPU (taskset -c 0): the profile's host has 1 CPU and the cost of
+              the ranks taking turns (node.turn_taking); with mpirun binding a core to each
+              rank, 2 CPUs and no turns
   two_hosts   one rank in each of two emulated hosts (tools/netns_hosts.sh) on a 100 Mbit/s link:
               the profile gains a network whose bandwidth is that of the shaped link (at most
               its rate, at least 30% of it), 1 accelerator per node. Exits 77 (skipped) where
@@ -85,6 +88,29 @@ def same_host(dtrain):
         print(out, text, sep="\n")
 
 
+def time_shared(dtrain):
+    """Two ranks on one CPU (taskset): the profile counts 1 CPU for the host and keeps the cost of
+    the ranks taking turns, measured with barriers in the compute steps; with a CPU per rank
+    (mpirun's own binding) there are no turns to measure."""
+    with tempfile.TemporaryDirectory() as d:
+        profile = os.path.join(d, "p.json")
+        out = run(["taskset", "-c", "0"] + MPIRUN + ["-np", "2", dtrain, "calibrate", *QUICK, "-o", profile])
+        assert "synchronized " in out and "over the steps alone" in out, out
+        node = json.load(open(profile))["node"]
+        assert node["cores"]["value"] == 1 and "affinity" in node["cores"]["source"], node
+        turns = node["turn_taking"]
+        assert turns["source"].startswith("calibrated on "), turns
+        assert turns["value"] >= 0 and "barrier of the 2 ranks handed to the communication thread" in turns["source"], turns
+        pred = json.loads(run([dtrain, "predict", "--model", "mlp", "--dataset", "fashion-mnist", "--workers", "2",
+                               "--batch-per-worker", "16", "--profile", profile, "--allreduce", "ring", "--json"]))
+        assert pred["runs"][-1]["step_s"] > 0, pred
+        if os.cpu_count() >= 2:
+            out = run(["mpirun", "--allow-run-as-root", "-np", "2", dtrain, "calibrate", *QUICK, "-o", profile])
+            node = json.load(open(profile))["node"]
+            assert node["cores"]["value"] >= 2 and "turn_taking" not in node, node
+        print(out)
+
+
 def two_hosts(dtrain, hosts):
     env = dict(os.environ, NETNS_NAME=f"dtc{os.getpid()}", NETNS_SUBNET="10.79.0")
     check = subprocess.run([hosts, "check"], capture_output=True, text=True, env=env)
@@ -122,6 +148,8 @@ def main():
     dtrain, case = sys.argv[1], sys.argv[2]
     if case == "same_host":
         same_host(dtrain)
+    elif case == "time_shared":
+        time_shared(dtrain)
     elif case == "two_hosts":
         two_hosts(dtrain, sys.argv[3])
     else:

@@ -254,6 +254,25 @@ TEST(Profile, CoresAreOptionalAtLeastOneAndRoundTrip) {
   EXPECT_FALSE(parse_profile_fragment(j, "test.json").node->time_shared(64));  // unknown: not shared
 }
 
+TEST(Profile, TurnTakingIsOptionalNotNegativeAndRoundTrips) {
+  json j = valid_device_file();
+  EXPECT_EQ(parse_profile_fragment(j, "test.json").node->turn_taking_fraction(), 0);
+  j["node"]["turn_taking"] = {{"value", 0.07}, {"source", "measured"}};
+  const ProfileFragment with = parse_profile_fragment(j, "test.json");
+  ASSERT_TRUE(with.node->turn_taking.has_value());
+  EXPECT_DOUBLE_EQ(with.node->turn_taking_fraction(), 0.07);
+  Profile p;
+  p.device = *with.device;
+  p.node = *with.node;
+  EXPECT_DOUBLE_EQ(parse_profile_fragment(profile_to_json(p), "round trip").node->turn_taking_fraction(), 0.07);
+  j["node"]["turn_taking"]["value"] = 0;  // ranks that take turns at no cost
+  EXPECT_EQ(parse_profile_fragment(j, "test.json").node->turn_taking_fraction(), 0);
+  j["node"]["turn_taking"]["value"] = -0.1;
+  expect_contains(error_of(j), "'node.turn_taking.value' is -0.1");
+  j["node"]["turn_taking"] = {{"value", 0.1}};
+  expect_contains(error_of(j), "'node.turn_taking' is missing source");
+}
+
 TEST(Profile, MpiAllreduceTimesAreOptionalAscendingAndPositive) {
   json j = valid_device_file();
   j["mpi_allreduce"] = {{"workers", 2},

@@ -175,6 +175,42 @@ TEST(Straggler, RanksTimeSharingCpusTakeTurnsAndWaitForNoStraggler) {
   EXPECT_EQ(predict_step(w, shared, c).straggler, 0) << "the parameter server's workers take turns too";
 }
 
+TEST(Straggler, RanksTakingTurnsPayTheCalibratedTurnTakingFractionOfTheirCompute) {
+  // The turns' measured cost (profile.h: turn_taking) stands where the straggler wait would: the
+  // same fraction of compute whatever the variation, synchronous, double-buffered or BSP.
+  Profile shared = varied_profile(0.3);
+  shared.node.cores = Quantity{2, 0, 0, "test"};
+  shared.node.turn_taking = Quantity{0.07, 0, 0, "test"};
+  const Workload w = deep_net();
+  RunConfig c;
+  c.batch_per_worker = 32;
+  c.workers = 4;
+  for (bool db : {false, true}) {
+    c.double_buffering = db;
+    const StepPrediction s = predict_step(w, shared, c);
+    EXPECT_TRUE(s.turns) << db;
+    EXPECT_DOUBLE_EQ(s.straggler, 0.07 * s.compute) << db;
+    EXPECT_NEAR(s.step, predict_step(w, test_profile(4), c).step + s.straggler, 1e-12) << db;
+    EXPECT_NEAR(s.phases.total(), s.step, 1e-9 * s.step) << db;
+    bool named = false;
+    for (const TimelineEvent& e : s.timeline) named |= e.name == std::string("ranks taking turns on shared CPUs");
+    EXPECT_TRUE(named) << db;
+  }
+  c.double_buffering = false;
+  c.exchange = Exchange::kParameterServer;
+  const StepPrediction ps = predict_step(w, shared, c);
+  EXPECT_DOUBLE_EQ(ps.straggler, 0.07 * ps.compute);
+  c.sync = Sync::kAsp;
+  EXPECT_EQ(predict_step(w, shared, c).straggler, 0) << "asynchronous workers never wait for each other";
+  // With a CPU per rank the field is not used: the straggler wait of the variation is.
+  c.sync = Sync::kBsp;
+  c.exchange = Exchange::kAllreduce;
+  shared.node.cores = Quantity{4, 0, 0, "test"};
+  const StepPrediction own = predict_step(w, shared, c);
+  EXPECT_FALSE(own.turns);
+  EXPECT_DOUBLE_EQ(own.straggler, straggler_wait(own.compute, 0.3, 4));
+}
+
 TEST(Straggler, ParameterServerWaitsUnderBspOnly) {
   Profile varied = test_profile(1);
   varied.device.step_variation = Quantity{0.05, 0, 0, "test"};

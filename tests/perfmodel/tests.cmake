@@ -11,6 +11,8 @@ if(DTRAIN_MPI AND EXISTS "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-uby
   find_package(Python3 COMPONENTS Interpreter REQUIRED)
   set(script ${CMAKE_CURRENT_SOURCE_DIR}/perfmodel/calibrate_mpi_test.py)
   add_test(NAME calibrate_mpi_same_host COMMAND ${Python3_EXECUTABLE} ${script} $<TARGET_FILE:dtrain_cli> same_host)
+  add_test(NAME calibrate_mpi_time_shared COMMAND ${Python3_EXECUTABLE} ${script} $<TARGET_FILE:dtrain_cli> time_shared)
+  set_tests_properties(calibrate_mpi_time_shared PROPERTIES LABELS "mpi;perfmodel" TIMEOUT 300)
   add_test(NAME calibrate_netns_two_hosts COMMAND ${Python3_EXECUTABLE} ${script} $<TARGET_FILE:dtrain_cli> two_hosts
                                                   ${PROJECT_SOURCE_DIR}/tools/netns_hosts.sh)
   set_tests_properties(calibrate_mpi_same_host PROPERTIES LABELS "mpi;perfmodel" TIMEOUT 300)
