@@ -8,12 +8,12 @@
 #include "tensor/backend.h"
 
 namespace dtrain {
-namespace {
 
-// dst = scale * src over n floats (one pass: read src, write dst).
 void scaled_copy(const float* src, float* dst, std::size_t n, float scale) {
   for (std::size_t i = 0; i < n; ++i) dst[i] = scale * src[i];
 }
+
+namespace {
 
 // Whether no element is NaN or Inf: the largest exponent field decides (all ones means NaN or
 // Inf). An integer max over the bits, so it vectorises without -ffast-math. Serial on purpose,

@@ -43,6 +43,10 @@
 
 namespace dtrain {
 
+// dst = scale * src over n floats in one pass (read src, write dst): how a gradient enters its
+// bucket. Public so that dtrain calibrate times this very loop (perfmodel/calibrate_compute.h).
+void scaled_copy(const float* src, float* dst, std::size_t n, float scale);
+
 namespace comm {
 class Communicator;
 }

@@ -20,6 +20,7 @@
 #include "nn/linear.h"
 #include "nn/models/models.h"
 #include "optim/optimizer.h"
+#include "parallel/buckets.h"
 #include "parallel/data_parallel.h"
 #include "perfmodel/layer_cost.h"
 #include "perfmodel/layer_trace.h"
@@ -186,7 +187,7 @@ StepTimes time_steps(LayerBench& bench, std::size_t gradient_bytes, double min_s
     value = value == 1.0f ? 2.0f : 1.0f;
     std::fill(gradient.begin(), gradient.end(), value);
     const Stopwatch copy;
-    for (std::size_t i = 0; i < count; ++i) bucket[i] = 0.5f * gradient[i];  // as GradientBuckets::add
+    scaled_copy(gradient.data(), bucket.data(), count, 0.5f);  // as GradientBuckets::add
     t.copies.push_back(copy.seconds());
   }
   volatile float sink = bucket[count / 2];
