@@ -164,25 +164,27 @@ struct StepTimes {
   std::vector<double> steps, copies;
 };
 
-// One compute step: a forward and backward of every layer shape of the chosen models.
-void compute_step(LayerBench& bench) {
+// One compute step: a forward and backward of every layer shape of the chosen models, calling
+// `after_layer` (if given) with each layer's index once it has run.
+void compute_step(LayerBench& bench, const std::function<void(std::size_t)>& after_layer = {}) {
   for (std::size_t i = 0; i < bench.layers().size(); ++i) {
-    if (bench.of_chosen_model(i)) bench.run(i);
+    if (!bench.of_chosen_model(i)) continue;
+    bench.run(i);
+    if (after_layer) after_layer(i);
   }
 }
 
 // The compute steps, each followed by a gradient copy of `gradient_bytes` (calibrate_compute.h).
 StepTimes time_steps(LayerBench& bench, std::size_t gradient_bytes, double min_seconds) {
-  const auto step = [&bench] { compute_step(bench); };
   const std::size_t count = gradient_bytes / sizeof(float);
   std::vector<float> gradient(count, 1.0f), bucket(count, 0.0f);
   float value = 1.0f;
-  step();
+  compute_step(bench);
   StepTimes t;
   const Stopwatch total;
   while (t.steps.size() < kMinSteps || (total.seconds() < kStepSeconds * min_seconds && t.steps.size() < kMaxSteps)) {
     const Stopwatch sw;
-    step();
+    compute_step(bench);
     t.steps.push_back(sw.seconds());
     value = value == 1.0f ? 2.0f : 1.0f;
     std::fill(gradient.begin(), gradient.end(), value);
@@ -204,15 +206,13 @@ double synchronized_step_seconds(LayerBench& bench, const ComputeCalibrationOpti
   const std::int64_t bucket = static_cast<std::int64_t>(DataParallelConfig{}.bucket_bytes / sizeof(float));
   const auto step = [&] {
     std::int64_t filled = 0;
-    for (std::size_t i = 0; i < bench.layers().size(); ++i) {
-      if (!bench.of_chosen_model(i)) continue;
-      bench.run(i);
+    compute_step(bench, [&](std::size_t i) {
       filled += bench.layers()[i].params;
       if (filled >= bucket) {
         o.barrier_async();
         filled = 0;
       }
-    }
+    });
     o.barrier_async();
     o.wait_barriers();
   };

@@ -83,7 +83,7 @@ struct DeviceCalibration {
   std::vector<ShapeTiming> timings;
   std::vector<double> step_seconds;  // the timed compute steps, in order
   double step_variation = 0;         // robust std / median of step_seconds
-  double synchronized_step = 0;      // mean period of a compute step and a barrier (0: no barrier)
+  double synchronized_step = 0;      // mean period of a compute step with the ranks' barriers (0: one rank)
   std::size_t gradient_bytes = 0;    // the gradient copy's size
   double gradient_copy = 0;          // bytes/s
 };

@@ -150,7 +150,7 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   const double within = sum[at + 2] / p;
   // The schema takes a fraction below 1; a spread that large means the machine was swamped.
   c.device.step_variation = mean_median > 0 ? std::min(0.99, std::sqrt(within + between) / mean_median) : 0.0;
-  // Taking turns: how much longer the ranks' steps are when a barrier joins them after each.
+  // Taking turns: how much longer the ranks' steps are when barriers join them per bucket.
   c.device.synchronized_step = sum[at + 4] / p;
   if (sum[at + 4] > 0 && sum[at + 3] > 0) c.turn_taking = sum[at + 4] / sum[at + 3] - 1;
   sample_core_round_trip(worker, c.core_round_trips);

@@ -121,7 +121,7 @@ struct NodeProfile {
   // Where ranks time-share CPUs, the fraction of a step's compute by which a synchronous step is
   // longer than the ranks' steps alone: at each synchronisation a CPU switches to the rank it
   // shares it with, and the CPUs finish their ranks' turns at different times. Measured by dtrain
-  // calibrate (compute steps with and without a barrier after each), charged in place of the wait
+  // calibrate (compute steps with and without the ranks' barriers per bucket), charged in place of the wait
   // for a straggler (straggler.h), which ranks that take turns do not have. Optional, >= 0;
   // absent: 0.
   std::optional<Quantity> turn_taking;

@@ -39,7 +39,8 @@ double straggler_wait(double compute_seconds, double variation, int workers);
 // its ranks' steps alternate between a CPU to themselves and half of one (4 ranks of mlp on the
 // 2-core VM: 2.3 ms at the 10th percentile, 6.3 ms at the median, lag-1 autocorrelation -0.45),
 // which is not independent noise: a rank that waits gives its CPU to the rank it shares it with,
-// so those ranks take turns, and the step model charges them no wait, slack or not.
+// so those ranks take turns, and the step model charges them the calibrated cost of the turns
+// (profile.h: turn_taking) in place of this wait, slack or not.
 double straggler_wait_double_buffered(double compute_seconds, double variation, int workers, double tail_seconds);
 
 // The coefficient of variation of repeated timings, robustly: the interquartile range over
