@@ -8,12 +8,20 @@
 // hand ("auto" in the list stands for it). After the
 // table it prints one `best` line per size: the fastest of dtrain's own algorithms (and chunk)
 // against MPI_Allreduce, the ratio the project's target is stated in.
+//
+// --profile FILE adds the performance model's time for each row (perfmodel/allreduce_time.h: the
+// algorithm's own cost function at the profile's alpha, beta and gamma, or the profile's timed
+// points for mpi and shm) and its error against the measured time, then the median and largest
+// error: the communication term of `dtrain predict` checked on its own, without the training
+// step around it.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "apps/dtrain/commands.h"
@@ -22,6 +30,7 @@
 #include "comm/hosts.h"
 #include "comm/local_transport.h"
 #include "core/error.h"
+#include "perfmodel/allreduce_time.h"
 
 #if DTRAIN_HAVE_MPI
 #include "comm/mpi/mpi_transport.h"
@@ -42,6 +51,7 @@ struct BenchAllreduceOptions {
   std::string chunk_kb = "auto";  // comma-separated list
   double timeout = 300;
   int ranks = 2;  // local backend only
+  std::string profile;  // --profile: print the model's time beside each row
 };
 
 // "65536", "64K", "64KiB", "4M", "1G" (binary multiples) -> bytes.
@@ -148,18 +158,53 @@ std::vector<Measured> measure(std::vector<std::unique_ptr<comm::Communicator>>& 
   return out;
 }
 
-void print_table(const std::vector<Measured>& rows, int p, const std::string& transport, DType dtype, int repeats) {
+// The model's seconds for a measured row, on `profile` with p workers.
+double modelled_seconds(const Measured& r, int p, DType dtype, const perf::Profile& profile) {
+  perf::AllreducePlan plan;
+  plan.algorithm = r.algorithm;
+  plan.workers = p;
+  plan.dtype = dtype;
+  if (r.chunk_bytes > 0) plan.chunk_bytes = r.chunk_bytes;
+  return perf::allreduce_time(plan, r.bytes / dtype_size(dtype), profile).seconds;
+}
+
+// Median and largest absolute error of the model over the rows, with the row of the largest.
+void print_model_summary(const std::vector<Measured>& rows, const std::vector<double>& model) {
+  std::vector<double> errors;
+  std::size_t worst = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    errors.push_back(std::abs(model[i] / rows[i].seconds - 1));
+    if (errors.back() > errors[worst]) worst = i;
+  }
+  if (errors.empty()) return;
+  std::vector<double> sorted = errors;
+  std::sort(sorted.begin(), sorted.end());
+  fmt::print("model rows={} median_abs_error={:.1f}% max_abs_error={:.1f}% (bytes={} algorithm={})\n", rows.size(),
+             100 * sorted[sorted.size() / 2], 100 * errors[worst], rows[worst].bytes,
+             comm::algorithm_name(rows[worst].algorithm));
+}
+
+void print_table(const std::vector<Measured>& rows, int p, const std::string& transport, DType dtype, int repeats,
+                 const perf::Profile* profile) {
   const double bus = 2.0 * (p - 1) / p;  // as nccl-tests: 0 for one rank, where nothing moves
   fmt::print("# allreduce benchmark: np={} transport={} dtype={} repeats={} (median round)\n", p, transport,
              dtype_name(dtype), repeats);
-  fmt::print("# {:>10} {:>10} {:>8} {:>12} {:>9} {:>9} {:>6}\n", "bytes", "algorithm", "chunk_kb", "time_us", "algbw",
-             "busbw", "iters");
+  if (profile != nullptr) fmt::print("# model_us: the performance model on the profile '{}'\n", profile->name);
+  fmt::print("# {:>10} {:>10} {:>8} {:>12} {:>9} {:>9} {:>6}{}\n", "bytes", "algorithm", "chunk_kb", "time_us", "algbw",
+             "busbw", "iters", profile != nullptr ? fmt::format(" {:>10} {:>7}", "model_us", "error") : "");
+  std::vector<double> model;
   for (const Measured& r : rows) {
     const double algbw = static_cast<double>(r.bytes) / r.seconds / 1e9;
-    fmt::print("  {:>10} {:>10} {:>8} {:>12.1f} {:>9.3f} {:>9.3f} {:>6}\n", r.bytes, comm::algorithm_name(r.algorithm),
+    fmt::print("  {:>10} {:>10} {:>8} {:>12.1f} {:>9.3f} {:>9.3f} {:>6}", r.bytes, comm::algorithm_name(r.algorithm),
                r.chunk_bytes ? std::to_string(r.chunk_bytes >> 10) : "-", r.seconds * 1e6, algbw, algbw * bus,
                r.iterations);
+    if (profile != nullptr) {
+      model.push_back(modelled_seconds(r, p, dtype, *profile));
+      fmt::print(" {:>10.1f} {:>+6.1f}%", model.back() * 1e6, 100 * (model.back() / r.seconds - 1));
+    }
+    fmt::print("\n");
   }
+  if (profile != nullptr) print_model_summary(rows, model);
   // Per size: dtrain's fastest algorithm (and chunk size) against MPI_Allreduce.
   std::map<std::size_t, const Measured*> best, mpi;
   for (const Measured& r : rows) {
@@ -215,6 +260,8 @@ int bench_allreduce(const BenchAllreduceOptions& o) {
   bench.warmup = o.warmup;
   bench.out = nullptr;
   const std::vector<std::size_t> chunks = parse_chunks(o.chunk_kb);
+  std::optional<perf::Profile> profile;
+  if (!o.profile.empty()) profile = perf::load_profile(o.profile);
 
   // One communicator per chunk size over the same transport.
   auto body = [&](comm::Transport& t) {
@@ -229,7 +276,9 @@ int bench_allreduce(const BenchAllreduceOptions& o) {
       comms.push_back(std::make_unique<comm::Communicator>(t, comm::CommOptions{o.timeout, c}));
     }
     const auto rows = measure(comms, bench, max_bytes, o.repeats);
-    if (t.rank() == 0) print_table(rows, t.size(), std::string(t.name()), bench.dtype, o.repeats);
+    if (t.rank() == 0) {
+      print_table(rows, t.size(), std::string(t.name()), bench.dtype, o.repeats, profile ? &*profile : nullptr);
+    }
   };
 #if DTRAIN_HAVE_MPI
   if (comm::mpi_launched()) {
@@ -274,6 +323,9 @@ Action register_bench_allreduce(CLI::App& bench) {
   a->add_option("--ranks", o->ranks, "Without mpirun: ranks as threads of this process")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  a->add_option("--profile", o->profile,
+                "Also print the performance model's time for each row on this profile (a JSON file from dtrain "
+                "calibrate, or built-in names as dtrain predict takes them) and its error");
   return [a, o]() { return a->parsed() ? bench_allreduce(*o) : -1; };
 }
 

@@ -3,7 +3,8 @@
 
 usage: calibrate_mpi_test.py DTRAIN CASE [NETNS_HOSTS_SH]
   same_host   mpirun -np 2 on this host: the profile has 2 accelerators per node, a measured
-              same-host link (alpha, beta) and overlap, no network; `dtrain predict` takes it;
+              same-host link (alpha, beta) and overlap, no network; `dtrain bench allreduce
+              --profile` prints the model's time beside each measured collective; `dtrain predict` takes it;
               `dtrain train --profile --allreduce auto --bucket-mb auto` logs the choice with its
               alternatives and prints predicted beside measured per epoch; `dtrain explain` on
               that log names what limits scaling
@@ -67,6 +68,12 @@ def same_host(dtrain):
         assert calibrated(copy) and "copied into a second buffer" in copy["source"], copy
         variation = p["device"]["step_variation"]
         assert 0 <= variation["value"] < 1 and "compute steps per rank" in variation["source"], variation
+        # The model's time for each measured collective, beside it, and the errors over the rows.
+        out = run(MPIRUN + ["-np", "2", dtrain, "bench", "allreduce", "--min-bytes", "64K", "--max-bytes", "256K",
+                            "--repeats", "1", "--iterations", "5", "--algorithms", "ring,mpi,shm", "--profile", profile])
+        rows = [line.split() for line in out.splitlines() if line.startswith("  ")]
+        assert len(rows) == 6 and all(len(r) == 9 and float(r[7]) > 0 and r[8].endswith("%") for r in rows), out
+        assert "model_us" in out and "model rows=6 median_abs_error=" in out, out
         pred = json.loads(run([dtrain, "predict", "--model", "lenet", "--dataset", "fashion-mnist", "--workers", "2",
                                "--batch-per-worker", "32", "--profile", profile, "--allreduce", "ring", "--json"]))
         assert pred["runs"][-1]["step_s"] > 0, pred
