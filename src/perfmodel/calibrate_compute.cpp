@@ -74,6 +74,21 @@ bool first_weighted_layer(const LayerSummary& l) {
   return (l.kind == "conv2d" || l.kind == "linear") && l.backward_flops == l.forward_flops;
 }
 
+// The last-level cache of this CPU (sysconf; 32 MiB where it does not say).
+std::size_t last_level_cache_bytes() {
+  long bytes = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (bytes <= 0) bytes = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return bytes > 0 ? static_cast<std::size_t>(bytes) : std::size_t{32} << 20;
+}
+
+// Bytes of the activations one forward of `layers` writes at `batch` (every layer's output).
+std::size_t activation_bytes(const std::vector<LayerSummary>& layers, std::int64_t batch) {
+  double bytes = 0;
+  for (const LayerSummary& l : layers)
+    bytes += 4.0 * static_cast<double>(batch) * static_cast<double>(l.output.numel());
+  return static_cast<std::size_t>(bytes);
+}
+
 }  // namespace
 
 LayerCall make_layer(const LayerSummary& l, Rng& rng) {
@@ -277,7 +292,9 @@ LayerBench::LayerBench(const ComputeCalibrationOptions& o) : batch_(o.batch) {
     if (i == o.models.size()) by_chosen = covered;
     const ModelInput in = natural_input(names[i]);
     auto model = make_model(names[i], in, rng);
-    for (const LayerSummary& l : trace_layers(*model, Shape{in.channels, in.height, in.width})) {
+    const std::vector<LayerSummary> traced = trace_layers(*model, Shape{in.channels, in.height, in.width});
+    const std::size_t footprint = std::min(activation_bytes(traced, o.batch), 2 * last_level_cache_bytes());
+    for (const LayerSummary& l : traced) {
       const std::size_t kind = compute_kind_index(l.kind);
       if (!chosen && by_chosen[kind]) continue;
       const std::string key = fmt::format("{} {} {}", describe(l), l.params, first_weighted_layer(l));
@@ -288,11 +305,13 @@ LayerBench::LayerBench(const ComputeCalibrationOptions& o) : batch_(o.batch) {
       layers_.push_back(l);
       chosen_.push_back(chosen);
       prepared_.push_back(prepare(l, std::move(call), rng));
+      evict_.push_back(footprint);
       const double biggest = static_cast<double>(std::max(l.input.numel(), l.output.numel()));
       largest_bytes_ = std::max(largest_bytes_, static_cast<std::size_t>(4.0 * static_cast<double>(o.batch) * biggest));
     }
     if (chosen) models_.push_back(std::move(model));
   }
+  scratch_.assign(evict_.empty() ? 0 : *std::max_element(evict_.begin(), evict_.end()), 0);
 }
 
 LayerBench::~LayerBench() = default;
@@ -323,8 +342,38 @@ void LayerBench::run(std::size_t i) {
   y.backward(p.seed);
 }
 
+// Reads a cache line in each 64 bytes of the scratch buffer (memset's large fills use
+// non-temporal stores, which leave the caches as they were).
+void LayerBench::evict_caches(std::size_t bytes) {
+  std::uint8_t x = 0;
+  for (std::size_t b = 0; b < bytes; b += 64) x ^= scratch_[b];
+  evict_sink_ ^= x;
+}
+
+// Reads layer i's input back into the caches: in a step it was written by the layer before.
+void LayerBench::touch_input(std::size_t i) {
+  const Tensor& x = prepared_.at(i)->input.data();
+  const auto* bytes = reinterpret_cast<const std::uint8_t*>(x.data<float>());
+  std::uint8_t v = 0;
+  for (std::size_t b = 0; b < x.nbytes(); b += 64) v ^= bytes[b];
+  evict_sink_ ^= v;
+}
+
 double LayerBench::time(std::size_t i, double min_seconds) {
-  return time_calls([&] { run(i); }, min_seconds);
+  const std::size_t evict = evict_.at(i);
+  for (int k = 0; k < kWarmupCalls; ++k) run(i);
+  int calls = 0;
+  double measured = 0;
+  const Stopwatch wall;
+  while (calls < kMinCalls || (measured < min_seconds && wall.seconds() < 4 * min_seconds && calls < kMaxCalls)) {
+    evict_caches(evict);
+    touch_input(i);
+    const Stopwatch sw;
+    run(i);
+    measured += sw.seconds();
+    ++calls;
+  }
+  return measured / calls;
 }
 
 std::string LayerBench::describe_layer(std::size_t i) const { return describe(layers_.at(i)); }

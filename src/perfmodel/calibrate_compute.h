@@ -9,7 +9,13 @@
 //                              a kind the chosen models lack is measured on those defaults),
 //                              their functional ops included: layer_trace.h) is built alone as
 //                              its module, fed an input in the layout the model would feed it,
-//                              and run forward and backward; the rate of a kind is the one that
+//                              and run forward and backward, each timed call after as many
+//                              other bytes were read as its model's step writes between
+//                              two uses of a buffer (its activations, at most twice the last-level
+//                              cache: in a step a layer's output lands in a buffer the rest of the
+//                              step evicted, which a call repeated back to back finds in the
+//                              cache; ResNet-20's ReLUs and batch norms ran 20-80% slower in
+//                              training than back to back); the rate of a kind is the one that
 //                              makes the roofline of layer_cost.h reproduce the measured total of
 //                              its shapes, i.e. solves  sum_i max(F_i / r, M_i) = sum_i T_i  for r
 //                              (F FLOPs, M the memory term at the measured rates, T the mean
@@ -114,8 +120,12 @@ class LayerBench {
   bool of_chosen_model(std::size_t i) const { return chosen_.at(i); }
   // One forward and backward of layer i.
   void run(std::size_t i);
-  // Mean seconds of run(i) over at least min_seconds, after warm-up calls.
+  // Mean seconds of run(i) over at least min_seconds of calls (or 4x that of wall time), after
+  // warm-up calls, each call after its model's step footprint was read (evicted_bytes(i)).
   double time(std::size_t i, double min_seconds);
+  // Bytes read before each timed call of layer i: the activations of the model it came from at
+  // the batch, at most twice the last-level cache.
+  std::size_t evicted_bytes(std::size_t i) const { return evict_.at(i); }
   std::string describe_layer(std::size_t i) const;
 
  private:
@@ -126,6 +136,11 @@ class LayerBench {
   std::vector<LayerSummary> layers_;
   std::vector<bool> chosen_;
   std::vector<std::unique_ptr<Prepared>> prepared_;
+  std::vector<std::size_t> evict_;     // per layer: bytes written before each timed call
+  std::vector<std::uint8_t> scratch_;  // the buffer they are read from
+  std::uint8_t evict_sink_ = 0;        // keeps those reads
+  void evict_caches(std::size_t bytes);
+  void touch_input(std::size_t i);
   std::vector<std::shared_ptr<Module>> models_;
   std::size_t largest_bytes_ = 0;
 };

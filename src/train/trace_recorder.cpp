@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 
@@ -94,7 +95,8 @@ void TraceRecorder::forward_end(const Module& m, const Variable& output) {
   if (!recording_ || !m.is_leaf()) return;
   const auto it = paths_.find(&m);
   const std::string& path = it != paths_.end() ? it->second : m.type();
-  add(path, "forward", TraceLane::kCompute, start, now(), {{"kind", m.type()}});
+  last_forward_end_ = now();
+  add(path, "forward", TraceLane::kCompute, start, last_forward_end_, {{"kind", m.type()}});
   if (output.grad_fn()) node_label_[output.grad_fn().get()] = path;
 }
 
@@ -107,7 +109,12 @@ void TraceRecorder::op(const std::string& name, const std::vector<Variable>&, co
     node_label_[output.grad_fn().get()] = parent;
   } else if (name != "reshape") {
     const int k = op_counts_.back()[name]++;
-    node_label_[output.grad_fn().get()] = fmt::format("{}{}{}#{}", parent, parent.empty() ? "" : ".", name, k);
+    const std::string label = fmt::format("{}{}{}#{}", parent, parent.empty() ? "" : ".", name, k);
+    node_label_[output.grad_fn().get()] = label;
+    // The op ran since the composite's previous step, or since the composite began.
+    const double end = now();
+    add(label, "forward", TraceLane::kCompute, std::max(last_forward_end_, begins_.back()), end, {{"kind", name}});
+    last_forward_end_ = end;
   }
 }
 

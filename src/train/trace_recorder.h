@@ -1,5 +1,7 @@
 // `dtrain train --trace FILE`: records a window of training steps of this rank as a timeline
-// (trace_format.h): each leaf layer's forward (module calls, nn/module.h), each layer's backward
+// (trace_format.h): each leaf layer's forward (module calls, nn/module.h) and each op a composite
+// module runs itself (from the end of what ran before it in that composite to its result: the
+// shortcut's add and the ReLUs of a residual block), each layer's backward
 // (autograd nodes, mapped to the layer whose forward made them; ops a composite module runs
 // itself are named by the composite's path and the op, as perfmodel/layer_trace.h names them),
 // each bucket's allreduce on the communication thread and the update (trace_hooks.h), the wait
@@ -91,6 +93,7 @@ class TraceRecorder : public Extension,
   std::unordered_map<const Node*, std::string> node_label_;
   std::string open_label_;
   double open_start_ = 0, last_backward_end_ = -1, update_start_ = -1;
+  double last_forward_end_ = -1;  // the latest leaf forward's or composite op's end
   std::unordered_map<std::size_t, double> bucket_start_;
   mutable std::mutex mutex_;  // events_ and bucket_start_ (the comm thread adds too)
   std::vector<TraceEvent> events_;
