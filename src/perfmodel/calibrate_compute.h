@@ -9,13 +9,14 @@
 //                              a kind the chosen models lack is measured on those defaults),
 //                              their functional ops included: layer_trace.h) is built alone as
 //                              its module, fed an input in the layout the model would feed it,
-//                              and run forward and backward, each timed call after as many
-//                              other bytes were read as its model's step writes between
-//                              two uses of a buffer (its activations, at most twice the last-level
-//                              cache: in a step a layer's output lands in a buffer the rest of the
-//                              step evicted, which a call repeated back to back finds in the
-//                              cache; ResNet-20's ReLUs and batch norms ran 20-80% slower in
-//                              training than back to back); the rate of a kind is the one that
+//                              and run forward and backward, each timed call after reading as
+//                              many other bytes as its model's forward writes (its activations,
+//                              at most twice the last-level cache) and then its input: in a step
+//                              a layer's input was just written, while the buffer its output
+//                              lands in and the tensors its backward reads were last touched a
+//                              step's activations ago, which calls repeated back to back find in
+//                              the cache (ResNet-20's ReLUs, additions and batch norms ran 20-80%
+//                              slower in training than back to back); the rate of a kind is the one that
 //                              makes the roofline of layer_cost.h reproduce the measured total of
 //                              its shapes, i.e. solves  sum_i max(F_i / r, M_i) = sum_i T_i  for r
 //                              (F FLOPs, M the memory term at the measured rates, T the mean
@@ -120,12 +121,13 @@ class LayerBench {
   bool of_chosen_model(std::size_t i) const { return chosen_.at(i); }
   // One forward and backward of layer i.
   void run(std::size_t i);
-  // Mean seconds of run(i) over at least min_seconds of calls (or 4x that of wall time), after
-  // warm-up calls, each call after its model's step footprint was read (evicted_bytes(i)).
+  // Mean seconds of run(i) over at least min_seconds of calls (at most 4x that of wall time),
+  // after warm-up calls, each call after its model's activations were read (at most twice the
+  // last-level cache) and then its input. Ranks time their calls side by side without a barrier
+  // per call: with more ranks than CPUs, the ranks a barrier releases first would finish their
+  // call alone (on the 2-core VM with 4 ranks ResNet-20 came out at 151 ms per step where its
+  // ranks computed for 195-201 ms in training, 213 ms without the barrier).
   double time(std::size_t i, double min_seconds);
-  // Bytes read before each timed call of layer i: the activations of the model it came from at
-  // the batch, at most twice the last-level cache.
-  std::size_t evicted_bytes(std::size_t i) const { return evict_.at(i); }
   std::string describe_layer(std::size_t i) const;
 
  private:
@@ -136,7 +138,7 @@ class LayerBench {
   std::vector<LayerSummary> layers_;
   std::vector<bool> chosen_;
   std::vector<std::unique_ptr<Prepared>> prepared_;
-  std::vector<std::size_t> evict_;     // per layer: bytes written before each timed call
+  std::vector<std::size_t> evict_;     // per layer: bytes read before each timed call
   std::vector<std::uint8_t> scratch_;  // the buffer they are read from
   std::uint8_t evict_sink_ = 0;        // keeps those reads
   void evict_caches(std::size_t bytes);
