@@ -2,13 +2,16 @@
 // --trace are well-formed Chrome traces with the same lanes and the expected events.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "autograd/ops/loss.h"
 #include "nn/models/models.h"
+#include "perfmodel/layer_trace.h"
 #include "perfmodel/predicted_trace.h"
 #include "perfmodel_test_util.h"
 #include "support/command.h"
@@ -114,6 +117,53 @@ TEST(Trace, RecorderSeesLayersBucketsAndTheWindowOfSteps) {
   EXPECT_EQ(complete_events(file).size(), events.size());
   EXPECT_EQ(file["otherData"]["model"], "mlp");
   std::filesystem::remove(path);
+}
+
+// A residual block's own add and ReLUs get forward spans too, named as the model's layer list
+// names them, so the measured forward lane has every layer the predicted one has.
+TEST(Trace, RecorderNamesTheOpsACompositeRunsInItsForward) {
+  Rng rng(0);
+  auto model = make_model("resnet20", ModelInput{3, 32, 32, 10}, rng);
+  TraceRecorder rec(*model, 0, 1, 1);  // step 1
+  rec.install();
+  TrainerState s;
+  s.iterations_per_epoch = 10;
+  rec.on_start(s);
+  std::vector<float> xv(2 * 3 * 32 * 32, 0.5f);
+  const Tensor x = Tensor::from_vector(xv, {2, 3, 32, 32});
+  const Tensor y = Tensor::from_labels({1, 2});
+  for (int step = 0; step < 3; ++step) {
+    Variable loss = ops::softmax_cross_entropy((*model)(Variable(x)), y);
+    loss.backward();
+    ++s.iteration;
+    ++s.epoch_iteration;
+    rec.on_iteration(s);
+  }
+  const auto events = complete_events(chrome_trace(rec.events(), "rank"));
+  const std::set<std::string> forward = names_of(events, "forward");
+  for (const char* op : {"layers.0.relu#0", "layers.0.add#0", "layers.0.relu#1", "layers.8.add#0"}) {
+    EXPECT_EQ(forward.count(op), 1u) << op;
+  }
+  std::set<std::string> layers;
+  for (const LayerSummary& l : perf::trace_layers(*model, Shape{3, 32, 32})) layers.insert(l.path);
+  EXPECT_EQ(forward, layers);
+  // Every forward span lies inside the recorded step, and none overlaps the one before it.
+  double step_start = 0, step_end = 0;
+  std::vector<std::pair<double, double>> spans;
+  for (const auto& e : events) {
+    const double ts = e["ts"].get<double>(), end = ts + e["dur"].get<double>();
+    if (e["cat"] == "step") std::tie(step_start, step_end) = std::pair{ts, end};
+    if (e["cat"] == "forward") spans.emplace_back(ts, end);
+  }
+  std::sort(spans.begin(), spans.end());
+  ASSERT_EQ(spans.size(), layers.size());
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    EXPECT_GE(spans[i].first, step_start);
+    EXPECT_LE(spans[i].second, step_end);
+    if (i > 0) {
+      EXPECT_GE(spans[i].first, spans[i - 1].second - 1e-3);
+    }
+  }
 }
 
 using dtrain::test_support::CommandResult;
