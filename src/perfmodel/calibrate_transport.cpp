@@ -371,6 +371,10 @@ std::vector<std::pair<std::size_t, double>> time_shm_allreduce(comm::Communicato
   return out;
 }
 
+void make_monotone(std::vector<std::pair<std::size_t, double>>& ladder) {
+  for (std::size_t i = ladder.size(); i-- > 1;) ladder[i - 1].second = std::min(ladder[i - 1].second, ladder[i].second);
+}
+
 TransportCalibration calibrate_transport(comm::Communicator& c, double min_seconds) {
   const int p = c.size();
   TransportCalibration out;
@@ -411,9 +415,11 @@ TransportCalibration calibrate_transport(comm::Communicator& c, double min_secon
   c.barrier();
   out.reduce = 1.0 / mean_over_active(c, 1.0 / reduce_rate(min_seconds), true);
   out.mpi_allreduce = time_mpi_allreduce(c, min_seconds);
+  make_monotone(out.mpi_allreduce);
   // Where the ranks span hosts the model never runs shm (allreduce_time.h), even if they share
   // memory (two network namespaces of one machine emulating two hosts).
   if (members.size() == 1) out.shm_allreduce = time_shm_allreduce(c, min_seconds);
+  make_monotone(out.shm_allreduce);
   return out;
 }
 

@@ -183,6 +183,18 @@ TEST(Calibrate, ShmTimesOfOneHostBecomeTheProfilesShmAllreduce) {
   EXPECT_DOUBLE_EQ(allreduce_time(shm, 2048, p).seconds, 4e-6);  // 8 KiB of f32
 }
 
+TEST(Calibrate, AllreduceLadderNeverCostsLessBytesMore) {
+  std::vector<std::pair<std::size_t, double>> ladder{
+      {4 << 10, 70e-6}, {8 << 10, 45e-6}, {256 << 10, 18e-3}, {512 << 10, 4e-3}, {1 << 20, 9e-3}};
+  make_monotone(ladder);
+  const std::vector<std::pair<std::size_t, double>> expected{
+      {4 << 10, 45e-6}, {8 << 10, 45e-6}, {256 << 10, 4e-3}, {512 << 10, 4e-3}, {1 << 20, 9e-3}};
+  EXPECT_EQ(ladder, expected);
+  std::vector<std::pair<std::size_t, double>> empty;
+  make_monotone(empty);
+  EXPECT_TRUE(empty.empty());
+}
+
 TEST(Calibrate, ShmLadderRunsWhereTheRanksShareMemory) {
   // Local ranks are threads of one process: they share memory. The ladder starts at 4 KiB and
   // doubles, and every rank gets the same times.
