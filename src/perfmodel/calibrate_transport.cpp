@@ -371,7 +371,15 @@ std::vector<std::pair<std::size_t, double>> time_shm_allreduce(comm::Communicato
   return out;
 }
 
-void make_monotone(std::vector<std::pair<std::size_t, double>>& ladder) {
+void drop_stalled_sizes(std::vector<std::pair<std::size_t, double>>& ladder) {
+  const std::vector<std::pair<std::size_t, double>> measured = ladder;
+  for (std::size_t i = 1; i + 1 < measured.size(); ++i) {
+    const auto [b0, t0] = measured[i - 1];
+    const auto [b1, t1] = measured[i + 1];
+    const double at = static_cast<double>(measured[i].first - b0) / static_cast<double>(b1 - b0);
+    const double chord = t0 + (t1 - t0) * at;
+    if (measured[i].second > kStallChord * chord) ladder[i].second = chord;
+  }
   for (std::size_t i = ladder.size(); i-- > 1;) ladder[i - 1].second = std::min(ladder[i - 1].second, ladder[i].second);
 }
 
@@ -415,11 +423,11 @@ TransportCalibration calibrate_transport(comm::Communicator& c, double min_secon
   c.barrier();
   out.reduce = 1.0 / mean_over_active(c, 1.0 / reduce_rate(min_seconds), true);
   out.mpi_allreduce = time_mpi_allreduce(c, min_seconds);
-  make_monotone(out.mpi_allreduce);
+  drop_stalled_sizes(out.mpi_allreduce);
   // Where the ranks span hosts the model never runs shm (allreduce_time.h), even if they share
   // memory (two network namespaces of one machine emulating two hosts).
   if (members.size() == 1) out.shm_allreduce = time_shm_allreduce(c, min_seconds);
-  make_monotone(out.shm_allreduce);
+  drop_stalled_sizes(out.shm_allreduce);
   return out;
 }
 

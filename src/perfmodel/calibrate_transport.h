@@ -94,13 +94,18 @@ double time_exchanges(comm::Communicator& comm, const std::vector<int>& partner,
 // all ranks; empty for one rank or ranks that do not share memory. A collective, the same on
 // every rank; it keeps max-size bytes of shared memory per rank for the communicator's life.
 std::vector<std::pair<std::size_t, double>> time_shm_allreduce(comm::Communicator& comm, double min_seconds);
-// A measured allreduce ladder (bytes ascending) made non-decreasing from the top down: no size
-// is kept slower than a larger one, since an allreduce of fewer bytes can always run as one of
-// more. A size whose calls stalled in most rounds (past the stall filter, which drops calls
-// over 3x their size's median) then costs what the next larger size did: over the 1 Gbit/s
-// emulated link two of six calibrations priced mlp's 0.3 MiB f16 bucket about 17 ms too high
-// and its `mpi` steps at +130%, while their f32 rows (no bucket below 0.55 MiB) were within 10%.
-void make_monotone(std::vector<std::pair<std::size_t, double>>& ladder);
+// A measured allreduce ladder (bytes ascending) with its stalled sizes replaced. A size whose
+// calls stalled in most rounds gets past the stall filter (calls over 3x their size's median):
+// over the 1 Gbit/s emulated link one calibration of mlp timed 512 KiB at 9.6 ms between 2.1 ms
+// at 256 KiB and 9.6 ms at 1 MiB, and priced its f16 `mpi` step at 19 ms where it takes 12.
+// Between sizes where the library keeps its algorithm, time is affine in bytes, and where it
+// changes protocol the time per byte steps up for every larger size too; so a size more than
+// kStallChord times the chord of its two neighbours (the original points) stalled, and takes
+// the chord's value. Then, from the top down, no size is kept slower than a larger one, since
+// an allreduce of fewer bytes can always run as one of more (the first size, 4 KiB, often came
+// out slower than 8 KiB).
+inline constexpr double kStallChord = 1.5;
+void drop_stalled_sizes(std::vector<std::pair<std::size_t, double>>& ladder);
 // Pairs for measuring communication beside compute: consecutive ranks of each host when a host
 // has two, else the first rank of host 0 with the first of host 1; empty with one rank.
 std::vector<int> busy_partners(const TransportCalibration& t);

@@ -183,16 +183,25 @@ TEST(Calibrate, ShmTimesOfOneHostBecomeTheProfilesShmAllreduce) {
   EXPECT_DOUBLE_EQ(allreduce_time(shm, 2048, p).seconds, 4e-6);  // 8 KiB of f32
 }
 
-TEST(Calibrate, AllreduceLadderNeverCostsLessBytesMore) {
-  std::vector<std::pair<std::size_t, double>> ladder{
-      {4 << 10, 70e-6}, {8 << 10, 45e-6}, {256 << 10, 18e-3}, {512 << 10, 4e-3}, {1 << 20, 9e-3}};
-  make_monotone(ladder);
-  const std::vector<std::pair<std::size_t, double>> expected{
-      {4 << 10, 45e-6}, {8 << 10, 45e-6}, {256 << 10, 4e-3}, {512 << 10, 4e-3}, {1 << 20, 9e-3}};
-  EXPECT_EQ(ladder, expected);
-  std::vector<std::pair<std::size_t, double>> empty;
-  make_monotone(empty);
+TEST(Calibrate, AllreduceLadderDropsStalledSizes) {
+  // The calibration of 2026-11-25 00:57 over 1 Gbit/s: 512 KiB stalled (9.6 ms, as long as
+  // 1 MiB); 4 KiB slower than 8 KiB; a protocol step up at 2 MiB that every larger size keeps.
+  std::vector<std::pair<std::size_t, double>> ladder{{4 << 10, 70e-6},    {8 << 10, 45e-6},  {256 << 10, 2.1e-3},
+                                                     {512 << 10, 9.6e-3}, {1 << 20, 9.6e-3}, {2 << 20, 26e-3},
+                                                     {4 << 20, 52e-3}};
+  drop_stalled_sizes(ladder);
+  EXPECT_DOUBLE_EQ(ladder[0].second, 45e-6);  // no slower than 8 KiB
+  EXPECT_DOUBLE_EQ(ladder[1].second, 45e-6);
+  EXPECT_DOUBLE_EQ(ladder[2].second, 2.1e-3);
+  EXPECT_NEAR(ladder[3].second, 2.1e-3 + (9.6e-3 - 2.1e-3) / 3, 1e-12);  // the chord of 256 KiB and 1 MiB
+  EXPECT_DOUBLE_EQ(ladder[4].second, 9.6e-3);
+  EXPECT_DOUBLE_EQ(ladder[5].second, 26e-3);  // within 1.5x of its chord (23.3 ms): kept
+  EXPECT_DOUBLE_EQ(ladder[6].second, 52e-3);
+  std::vector<std::pair<std::size_t, double>> empty, one{{4 << 10, 1e-5}};
+  drop_stalled_sizes(empty);
+  drop_stalled_sizes(one);
   EXPECT_TRUE(empty.empty());
+  EXPECT_DOUBLE_EQ(one[0].second, 1e-5);
 }
 
 TEST(Calibrate, ShmLadderRunsWhereTheRanksShareMemory) {
