@@ -41,19 +41,32 @@ void sync(const ComputeCalibrationOptions& o) {
   if (o.barrier) o.barrier();
 }
 
-// Mean seconds of `call` after warm-up calls, repeated until min_seconds were measured. The mean,
-// not the median: on a shared machine a short call often fits between two preemptions, so its
-// median misses the share of the cores a long training loop really gets.
-template <typename F>
-double time_calls(F&& call, double min_seconds) {
+// Mean seconds of `call` after warm-up calls, repeated until min_seconds of calls were measured
+// (or 4x that of wall time), `before_each` (untimed) ahead of every timed call. The mean, not the
+// median: on a shared machine a short call often fits between two preemptions, so its median
+// misses the share of the cores a long training loop really gets.
+template <typename F, typename G = void (*)()>
+double time_calls(
+    F&& call, double min_seconds, G&& before_each = [] {}) {
   for (int i = 0; i < kWarmupCalls; ++i) call();
   int calls = 0;
-  Stopwatch sw;
-  while (calls < kMinCalls || (sw.seconds() < min_seconds && calls < kMaxCalls)) {
+  double measured = 0;
+  const Stopwatch wall;
+  while (calls < kMinCalls || (measured < min_seconds && wall.seconds() < 4 * min_seconds && calls < kMaxCalls)) {
+    before_each();
+    const Stopwatch sw;
     call();
+    measured += sw.seconds();
     ++calls;
   }
-  return sw.seconds() / calls;
+  return measured / calls;
+}
+
+// XOR of one byte in every 64 (a cache line each): reading them brings `bytes` into the caches.
+std::uint8_t read_lines(const std::uint8_t* data, std::size_t bytes) {
+  std::uint8_t x = 0;
+  for (std::size_t b = 0; b < bytes; b += 64) x ^= data[b];
+  return x;
 }
 
 // The input the zoo feeds each model (as `dtrain bench train` does): CIFAR-sized images for the
@@ -342,38 +355,22 @@ void LayerBench::run(std::size_t i) {
   y.backward(p.seed);
 }
 
-// Reads a cache line in each 64 bytes of the scratch buffer (memset's large fills use
+// Reads `bytes` of the scratch buffer, a cache line at a time (memset's large fills use
 // non-temporal stores, which leave the caches as they were).
-void LayerBench::evict_caches(std::size_t bytes) {
-  std::uint8_t x = 0;
-  for (std::size_t b = 0; b < bytes; b += 64) x ^= scratch_[b];
-  evict_sink_ ^= x;
-}
+void LayerBench::evict_caches(std::size_t bytes) { evict_sink_ ^= read_lines(scratch_.data(), bytes); }
 
 // Reads layer i's input back into the caches: in a step it was written by the layer before.
 void LayerBench::touch_input(std::size_t i) {
   const Tensor& x = prepared_.at(i)->input.data();
-  const auto* bytes = reinterpret_cast<const std::uint8_t*>(x.data<float>());
-  std::uint8_t v = 0;
-  for (std::size_t b = 0; b < x.nbytes(); b += 64) v ^= bytes[b];
-  evict_sink_ ^= v;
+  evict_sink_ ^= read_lines(reinterpret_cast<const std::uint8_t*>(x.data<float>()), x.nbytes());
 }
 
 double LayerBench::time(std::size_t i, double min_seconds) {
-  const std::size_t evict = evict_.at(i);
-  for (int k = 0; k < kWarmupCalls; ++k) run(i);
-  int calls = 0;
-  double measured = 0;
-  const Stopwatch wall;
-  while (calls < kMinCalls || (measured < min_seconds && wall.seconds() < 4 * min_seconds && calls < kMaxCalls)) {
-    evict_caches(evict);
-    touch_input(i);
-    const Stopwatch sw;
-    run(i);
-    measured += sw.seconds();
-    ++calls;
-  }
-  return measured / calls;
+  return time_calls([&] { run(i); }, min_seconds,
+                    [&] {
+                      evict_caches(evict_.at(i));
+                      touch_input(i);
+                    });
 }
 
 std::string LayerBench::describe_layer(std::size_t i) const { return describe(layers_.at(i)); }
