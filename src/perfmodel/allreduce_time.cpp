@@ -18,10 +18,11 @@ comm::AlphaBetaGamma abg(const LinkProfile& link, const DeviceProfile& device, i
 }
 
 AllreduceTime time_on(comm::Algorithm a, int p, std::size_t count, DType dtype, comm::AlphaBetaGamma m,
-                      std::size_t chunk) {
+                      std::size_t chunk, bool over_network = false) {
   AllreduceTime t;
   t.seconds = slowest_rank_seconds(a, p, count, dtype, m, chunk);
   t.latency = slowest_rank_seconds(a, p, count, dtype, {m.alpha, 0, 0}, chunk);
+  if (over_network) t.network_transfer = slowest_rank_seconds(a, p, count, dtype, {0, m.beta, 0}, chunk);
   return t;
 }
 
@@ -125,11 +126,13 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
   DT_CHECK(p >= 1, "workers {}", p);
   if (p == 1 || count == 0) return {};
   if (plan.algorithm == comm::Algorithm::kShm) return shm_time(plan, count, profile);
+  const int k = std::max(1, profile.node.accelerators);
   if (plan.algorithm == comm::Algorithm::kMpi && !plan.hierarchical && profile.mpi_allreduce &&
       profile.mpi_allreduce->workers == p) {
-    return measured_time(*profile.mpi_allreduce, plan, count);
+    AllreduceTime t = measured_time(*profile.mpi_allreduce, plan, count);
+    if (p > k) t.network_transfer = t.seconds - t.latency;
+    return t;
   }
-  const int k = std::max(1, profile.node.accelerators);
   const DeviceProfile& dev = profile.device;
   if (p <= k) {
     comm::AlphaBetaGamma m = abg(profile.node.intra_link, dev, 1);
@@ -149,7 +152,7 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
     if (a == comm::Algorithm::kAuto) a = comm::choose_algorithm(p, count * dtype_size(plan.dtype));
     comm::AlphaBetaGamma m = abg(net, dev, nic_flows(a, k));
     m.alpha = std::max(m.alpha, profile.node.intra_link.latency.value);
-    return time_on(plan.algorithm, p, count, plan.dtype, m, plan.chunk_bytes);
+    return time_on(plan.algorithm, p, count, plan.dtype, m, plan.chunk_bytes, true);
   }
   const int nodes = (p + k - 1) / k;
   // Within the node: a ring's reduce-scatter then, after the inter-node step, its all-gather.
@@ -158,9 +161,11 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
   // Across nodes: each of a node's k ranks allreduces its 1/k share with its peers on the other
   // nodes, the k of them sharing the node's network link.
   const std::size_t share = (count + static_cast<std::size_t>(k) - 1) / static_cast<std::size_t>(k);
-  const AllreduceTime across = time_on(plan.algorithm, nodes, share, plan.dtype, abg(net, dev, k), plan.chunk_bytes);
+  const AllreduceTime across =
+      time_on(plan.algorithm, nodes, share, plan.dtype, abg(net, dev, k), plan.chunk_bytes, true);
   t.seconds += across.seconds;
   t.latency += across.latency;
+  t.network_transfer = across.network_transfer;
   return t;
 }
 

@@ -16,6 +16,8 @@
 //     code): a ring allreduce inside each node on the intra-node link (its reduce-scatter and
 //     all-gather phases), and between them the chosen algorithm over the nodes on each rank's
 //     1/k share of the data, the k shares of a node crossing its network link side by side.
+//   - Across nodes, `network_transfer` is the part of the time a link's burst allowance can
+//     remove (step_simulation.h spends it where the link idled long enough to refill it).
 //   - `mpi` on a profile that timed the MPI library's allreduce for this many workers (dtrain
 //     calibrate: profile.h, MeasuredAllreduce): the measured times, interpolated in bytes.
 //   - `shm` (comm/algorithms/shared_memory.h): every worker must be on one node (InputError
@@ -47,6 +49,10 @@ struct AllreducePlan {
 struct AllreduceTime {
   double seconds = 0;
   double latency = 0;  // the part charged to alpha (rounds * alpha)
+  // Where the ranks span nodes: the part charged to bytes crossing the network (the slowest
+  // rank's beta bytes at the network's rate; for a measured `mpi` ladder, the time above its
+  // zero-byte intercept), which a link's burst allowance can pass at once (profile.h: burst).
+  double network_transfer = 0;
 };
 
 AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const Profile& profile);

@@ -9,12 +9,14 @@
 #include <limits>
 #include <map>
 #include <span>
+#include <thread>
 
 #include "comm/algorithms/collective.h"
 #include "comm/hosts.h"
 #include "comm/reduce.h"
 #include "core/error.h"
 #include "core/timer.h"
+#include "perfmodel/report.h"
 #include "perfmodel/timing_stats.h"
 
 namespace dtrain::perf {
@@ -29,6 +31,7 @@ constexpr std::size_t kLadderFirstBytes = std::size_t{64} << 10;
 constexpr double kSlopeSeconds = 0.05;  // the slope's largest exchange takes at least this long
 constexpr double kBatchSeconds = 0.005;
 constexpr int kMinBatches = 5;
+constexpr int kBurstRounds = 5;
 constexpr std::size_t kReduceBytes = std::size_t{4} << 20;
 // MPI_Allreduce's ladder: 4 KiB x 2^k (a step's small buckets sit below 64 KiB; the library
 // switches algorithm and protocol by size, over TCP at 100 Mbit/s from the line rate at 1.3 MiB
@@ -87,6 +90,23 @@ class Pairs {
       if (active()) total += once(bytes, exchange, per_batch);
     }
     return mean_over_active(c_, total / (rounds * per_batch), active());
+  }
+
+  // Seconds a link's burst allowance saves an exchange of `bytes`: per round, the ranks idle for
+  // `idle` seconds (the link carries nothing, so a token bucket refills), then time one exchange
+  // (T_idle) and a second straight after it (T_busy, the bucket drained by the first); the median
+  // over `rounds` of T_busy - T_idle (the mean over the active ranks).
+  double burst_saving(std::size_t bytes, double idle, int rounds) {
+    ensure(bytes);
+    std::vector<double> saved;
+    for (int r = 0; r < rounds; ++r) {
+      c_.barrier();
+      std::this_thread::sleep_for(std::chrono::duration<double>(idle));
+      const double t_idle = active() ? once(bytes, true, 1) : 0;
+      const double t_busy = active() ? once(bytes, true, 1) : 0;
+      saved.push_back(t_busy - t_idle);
+    }
+    return mean_over_active(c_, median(saved), active());
   }
 
   // Seconds that `big` bytes take over `small` ones: the median over `rounds` rounds of the
@@ -159,7 +179,7 @@ std::vector<std::pair<std::size_t, double>> measure_ladder(Pairs& pairs, std::si
 }
 
 LinkMeasurement measure_link(comm::Communicator& c, const std::vector<int>& partner, double min_seconds,
-                             std::string how, bool ladder) {
+                             std::string how, bool ladder, bool burst) {
   Pairs pairs(c, partner);
   LinkMeasurement m;
   m.measured = true;
@@ -189,6 +209,19 @@ LinkMeasurement measure_link(comm::Communicator& c, const std::vector<int>& part
   // round trip carrying the bytes once each way.
   const double extra_one_way = pairs.extra_seconds(from, n, false, rounds) / 2;
   m.one_way_bandwidth = extra_one_way > 0 ? static_cast<double>(n - from) / extra_one_way : m.bandwidth;
+  if (burst) {
+    // At half the slope's largest size (about 25 ms or more at the line rate: a 256 KB bucket is
+    // half of it at 100 Mbit/s, a tenth at 1 Gbit/s), after idling twice that exchange's time,
+    // which refills up to twice its bytes.
+    const std::size_t size = std::max(kFirstSlopeBytes, n / 2);
+    const double line = static_cast<double>(size) / m.bandwidth;
+    const double saved = pairs.burst_saving(size, 2 * line, kBurstRounds);
+    m.burst = std::clamp(saved * m.bandwidth, 0.0, static_cast<double>(size));
+    m.burst_how = fmt::format(
+        "the time an exchange of {} KiB after {} of idling saves against one straight after it "
+        "(the median over {} rounds) at the line rate, at most those {} KiB",
+        size >> 10, format_seconds(2 * line), kBurstRounds, size >> 10);
+  }
   if (ladder) {
     m.ladder = measure_ladder(pairs, n, big, m.bandwidth, min_seconds);
     if (m.pairs > 1) {
@@ -409,15 +442,15 @@ TransportCalibration calibrate_transport(comm::Communicator& c, double min_secon
     partner[0] = 0;
     how = "rank 0 messaging itself (no host has two ranks)";
   }
-  out.same_host = measure_link(c, partner, min_seconds, how, pairs > 0);
+  out.same_host = measure_link(c, partner, min_seconds, how, pairs > 0, false);
 
   if (members.size() > 1) {
     std::fill(partner.begin(), partner.end(), -1);
     const int a = members[0][0], b = members[1][0];
     partner[static_cast<std::size_t>(a)] = b;
     partner[static_cast<std::size_t>(b)] = a;
-    out.across_hosts =
-        measure_link(c, partner, min_seconds, fmt::format("ranks {} and {} (one pair, the link alone)", a, b), false);
+    out.across_hosts = measure_link(c, partner, min_seconds,
+                                    fmt::format("ranks {} and {} (one pair, the link alone)", a, b), false, true);
   }
 
   c.barrier();

@@ -20,6 +20,10 @@
 //                largest size, since copies that stay in the caches cost less per byte than the
 //                slope's (profile.h: ExchangeLadder); with more than one pair on the host, also
 //                with the first pair alone while the other ranks wait;
+//   burst        across hosts: what an exchange of half the slope's largest size saves after the
+//                link idled for twice its time, against one straight after it (median of 5
+//                rounds), times the bandwidth: a token-bucket shaper's allowance (tc tbf's burst),
+//                which the slope's differences leave out;
 //   one way      the slope of ping-pongs of the same two sizes (half a round trip each), for the
 //                collectives that move data one direction at a time (a broadcast; every allreduce,
 //                tree and one-to-all included, pipelines both directions and pays beta);
@@ -64,6 +68,9 @@ struct LinkMeasurement {
   // (bytes, seconds above a 64-byte exchange); measured on the same-host link only: with all
   // pairs side by side, and (more than one pair) with the first pair alone.
   std::vector<std::pair<std::size_t, double>> ladder, ladder_one_pair;
+  // Across hosts: bytes per direction the link passes at once after idling (profile.h: burst).
+  double burst = 0;
+  std::string burst_how;
 };
 
 struct TransportCalibration {

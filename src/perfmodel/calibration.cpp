@@ -212,11 +212,13 @@ Profile calibrated_profile(const Calibration& c) {
   const LinkMeasurement& same = c.transport.same_host;
   if (same.measured) {
     const std::string how = fmt::format("{} over the transport; ", same.how);
-    n.intra_link = {"same-host transport", q(same.latency, how + "half the round trip of 64-byte ping-pongs"),
+    n.intra_link = {"same-host transport",
+                    q(same.latency, how + "half the round trip of 64-byte ping-pongs"),
                     q(same.bandwidth, how + fmt::format("slope of simultaneous exchanges between {} and {} KiB",
                                                         same.bytes >> 11, same.bytes >> 10)),
                     q(same.one_way_bandwidth, how + fmt::format("slope of ping-pongs between {} and {} KiB",
                                                                 same.bytes >> 11, same.bytes >> 10)),
+                    std::nullopt,
                     std::nullopt};
     if (!same.ladder.empty()) {
       ExchangeLadder ladder;
@@ -229,8 +231,11 @@ Profile calibrated_profile(const Calibration& c) {
     }
   } else {
     const double copy = 1 / (1 / c.device.memory_read + 1 / c.device.memory_write);
-    n.intra_link = {"none (one process)", q(0, "one process: no messages between ranks"),
-                    q(copy, "one process: no messages between ranks; a memory copy's rate stands in"), std::nullopt,
+    n.intra_link = {"none (one process)",
+                    q(0, "one process: no messages between ranks"),
+                    q(copy, "one process: no messages between ranks; a memory copy's rate stands in"),
+                    std::nullopt,
+                    std::nullopt,
                     std::nullopt};
   }
   if (!c.core_round_trips.empty()) {
@@ -267,7 +272,9 @@ Profile calibrated_profile(const Calibration& c) {
           how + fmt::format("slope of simultaneous exchanges between {} and {} KiB", net.bytes >> 11, net.bytes >> 10)),
         q(net.one_way_bandwidth,
           how + fmt::format("slope of ping-pongs between {} and {} KiB", net.bytes >> 11, net.bytes >> 10)),
+        std::nullopt,
         std::nullopt};
+    p.network->burst = q(net.burst, how + net.burst_how);
   }
   if (!c.transport.mpi_allreduce.empty()) {
     MeasuredAllreduce m;
@@ -330,6 +337,9 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
     s += fmt::format("  {:<15} alpha {}, bandwidth {} ({} one way) ({})\n",
                      l == &c.transport.same_host ? "same host" : "across hosts", format_seconds(l->latency),
                      gbps(l->bandwidth), gbps(l->one_way_bandwidth), l->how);
+    if (l == &c.transport.across_hosts) {
+      s += fmt::format("  burst           {:.0f} KiB passed at once after the link idles\n", l->burst / 1024);
+    }
     const auto ladder_line = [&s](const char* title, const std::vector<std::pair<std::size_t, double>>& ladder) {
       if (ladder.empty()) return;
       s += title;

@@ -67,6 +67,13 @@ struct LinkProfile {
   double one_way() const { return one_way_bandwidth ? one_way_bandwidth->value : bandwidth.value; }
   // Optional in the schema; dtrain calibrate measures it for the same-host link.
   std::optional<ExchangeLadder> exchange_ladder;
+  // Bytes per direction the link passes at once after it has idled: a token-bucket shaper's
+  // bucket (tc tbf's burst; a rate-limited cloud NIC's credit), refilled at `bandwidth` while
+  // the link carries nothing. A step's communication that follows compute long enough to refill
+  // it sends that many bytes free of beta (step_simulation.h). Optional, >= 0 (dtrain calibrate
+  // measures it across hosts); absent: 0, every byte at the line rate.
+  std::optional<Quantity> burst;
+  double burst_bytes() const { return burst ? burst->value : 0; }
 };
 
 struct DeviceProfile {

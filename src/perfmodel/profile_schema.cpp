@@ -92,7 +92,7 @@ class Reader {
   }
 
   LinkProfile link(const json& j, const std::string& where) const {
-    fields(j, where, {"name", "latency", "bandwidth"}, {"one_way_bandwidth", "exchange_ladder"});
+    fields(j, where, {"name", "latency", "bandwidth"}, {"one_way_bandwidth", "exchange_ladder", "burst"});
     LinkProfile l;
     l.name = text(j["name"], where + ".name");
     l.latency = quantity(j["latency"], where + ".latency", true, "seconds per message");
@@ -101,6 +101,8 @@ class Reader {
       l.one_way_bandwidth =
           quantity(j["one_way_bandwidth"], where + ".one_way_bandwidth", false, "bytes per second, one direction");
     }
+    if (j.contains("burst"))
+      l.burst = quantity(j["burst"], where + ".burst", true, "bytes passed at once after idling");
     if (j.contains("exchange_ladder")) {
       const std::string w = where + ".exchange_ladder";
       const json& x = j["exchange_ladder"];
@@ -236,6 +238,7 @@ json measured_allreduce_json(const MeasuredAllreduce& m) {
 json link_json(const LinkProfile& l) {
   json j = {{"name", l.name}, {"latency", quantity_json(l.latency)}, {"bandwidth", quantity_json(l.bandwidth)}};
   if (l.one_way_bandwidth) j["one_way_bandwidth"] = quantity_json(*l.one_way_bandwidth);
+  if (l.burst) j["burst"] = quantity_json(*l.burst);
   if (l.exchange_ladder) {
     const ExchangeLadder& x = *l.exchange_ladder;
     json ladder = {{"points", points_json(x.points)}, {"source", x.source}};

@@ -264,10 +264,16 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
       const auto scaled = static_cast<double>(scaled_later[b]);
       sim.bucket_seconds.push_back(bt.allreduce + (static_cast<double>(bt.elements) - scaled) * local_rate(false) +
                                    scaled * local_rate(true));
+      sim.bucket_burstable.push_back(it->second.network_transfer);
       s.buckets.push_back(bt);
     }
   }
   sim.update = plan.update;
+  // The network's burst allowance, in seconds of its link time (0 on one node: the same-host link
+  // has none).
+  if (distributed && p.network && c.workers > std::max(1, p.node.accelerators)) {
+    sim.burst = p.network->burst_bytes() / p.network->bandwidth.value;
+  }
   if (distributed && p.node.overlap) {
     // Work conservation: where the two threads share cores, the CPU time compute gives up beside
     // communication is time the communication thread runs, and in a step that thread sleeps

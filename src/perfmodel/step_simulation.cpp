@@ -36,6 +36,7 @@ SimStep simulate_steps(const SimInput& in) {
   std::vector<double> step_end(static_cast<std::size_t>(in.steps), 0);
   std::deque<Job> queue;
   double t = 0, left = 0;
+  double tokens = in.burst;   // seconds of link time the burst allowance holds now
   double recorded_start = 0;  // times of the recorded step are kept from its start
   int step = 0;
   std::size_t item = 0;
@@ -43,7 +44,14 @@ SimStep simulate_steps(const SimInput& in) {
   bool item_started = false;
   auto rel = [&](double x) { return x - recorded_start; };
   auto start_job = [&] {
-    if (!queue.empty() && queue.front().step == recorded) out.bucket_start[queue.front().bucket] = rel(t);
+    if (queue.empty()) return;
+    Job& j = queue.front();
+    if (j.bucket < in.bucket_burstable.size()) {
+      const double spent = std::min(tokens, std::min(in.bucket_burstable[j.bucket], j.remaining));
+      j.remaining -= spent;
+      tokens -= spent;
+    }
+    if (j.step == recorded) out.bucket_start[j.bucket] = rel(t);
   };
 
   while (step < in.steps) {
@@ -104,6 +112,7 @@ SimStep simulate_steps(const SimInput& in) {
     const double to_comm = communicating ? queue.front().remaining / rm : inf;
     const double dt = std::min(to_compute, to_comm);
     t += dt;
+    if (!communicating) tokens = std::min(in.burst, tokens + dt);
     if (computing) left = to_compute <= to_comm ? 0 : left - dt * rc;
     if (communicating) {
       Job& j = queue.front();

@@ -12,6 +12,10 @@
 // blocks on a condition variable, an idle comm thread too. With both shares 1 this is the plain
 // max-plus timeline (a bucket starts at max(ready, previous bucket's end)).
 // Steps repeat until the period settles: the comm thread can carry work into the next step.
+// A link with a burst allowance (profile.h: LinkProfile::burst, a token bucket of `burst` seconds
+// of link time) refills it while the comm thread has no bucket, one second per second, and a
+// bucket that starts spends what it holds on its network transfer (`bucket_burstable`): those
+// bytes pass at once. Full at the start; the steps repeat until the refills settle too.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +32,8 @@ struct SimInput {
   std::vector<SimItem> items;     // forward and backward of one step, in order
   std::size_t forward_items = 0;  // items[0 .. forward_items) are the last forward (and earlier micro-batches)
   std::vector<double> bucket_seconds;
+  std::vector<double> bucket_burstable;  // per bucket, seconds a burst can remove (empty: none)
+  double burst = 0;                      // seconds of link time the full burst allowance passes
   double update = 0;
   bool double_buffering = false;
   double compute_share = 1, comm_share = 1;

@@ -13,7 +13,8 @@ usage: calibrate_mpi_test.py DTRAIN CASE [NETNS_HOSTS_SH]
               rank, 2 CPUs and no turns
   two_hosts   one rank in each of two emulated hosts (tools/netns_hosts.sh) on a 100 Mbit/s link:
               the profile gains a network whose bandwidth is that of the shaped link (at most
-              its rate, at least 30% of it), 1 accelerator per node. Exits 77 (skipped) where
+              its rate, at least 30% of it) and whose burst allowance is that of its tc tbf
+              (256 KB), 1 accelerator per node. Exits 77 (skipped) where
               namespaces cannot be made.
 """
 import json, os, subprocess, sys, tempfile
@@ -141,6 +142,10 @@ def two_hosts(dtrain, hosts):
         # Measured, not assumed: at most the shaped rate (an unshaped veth would give GB/s), and
         # not far below it (TCP in both directions at once, with each other's ACKs, gets 60-80%).
         assert 0.3 * rate <= net["bandwidth"]["value"] <= 1.1 * rate, net["bandwidth"]
+        # The shaper's burst allowance (tc tbf burst 256kb, tools/netns_hosts.sh) measured after
+        # the link idles: 233-244 KiB in calibrations at 100 Mbit/s and 1 Gbit/s.
+        burst = net["burst"]
+        assert calibrated(burst) and 0.5 * 262144 <= burst["value"] <= 1.25 * 262144, burst
         # MPI_Allreduce timed over the shaped link: two ranks each send at least half the vector
         # across it, so the largest point (past tc tbf's burst allowance, which lets a small
         # message through faster) cannot beat the link's rate; the ladder stopped at the size whose

@@ -104,8 +104,10 @@ Calibration synthetic_calibration() {
                            2,
                            "2 same-host pair(s) side by side",
                            {{64 << 10, 8e-6}, {256 << 10, 2.5e-5}, {1 << 20, 1.5e-4}},
-                           {{64 << 10, 6e-6}, {256 << 10, 2e-5}, {1 << 20, 1e-4}}};
-  c.transport.across_hosts = {true, 3e-5, 1.2e7, 1.5e7, 1 << 20, 1, "ranks 0 and 2", {}, {}};
+                           {{64 << 10, 6e-6}, {256 << 10, 2e-5}, {1 << 20, 1e-4}},
+                           0,
+                           ""};
+  c.transport.across_hosts = {true, 3e-5, 1.2e7, 1.5e7, 1 << 20, 1, "ranks 0 and 2", {}, {}, 262144, "after idling"};
   c.overlap = {true, 0.6, 0.3, 1e-3, "test"};
   c.device.step_seconds = {0.10, 0.11, 0.10, 0.12};
   c.device.step_variation = 0.03;
@@ -133,6 +135,11 @@ TEST(Calibrate, ProfileOfAMultiHostCalibrationHasEveryPart) {
   ASSERT_TRUE(back.network->one_way_bandwidth.has_value());
   EXPECT_DOUBLE_EQ(back.network->one_way(), 1.5e7);
   EXPECT_DOUBLE_EQ(back.node->intra_link.one_way(), 6e9);
+  // The network's burst allowance, calibrated across hosts only.
+  ASSERT_TRUE(back.network->burst.has_value());
+  EXPECT_DOUBLE_EQ(back.network->burst_bytes(), 262144);
+  expect_calibrated(*back.network->burst, "burst");
+  EXPECT_FALSE(back.node->intra_link.burst.has_value());
   // The same-host exchange ladder, and none across hosts (a shaped link's burst would pass as speed).
   ASSERT_TRUE(back.node->intra_link.exchange_ladder.has_value());
   const auto& ladder = back.node->intra_link.exchange_ladder->points;

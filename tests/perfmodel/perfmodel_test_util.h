@@ -33,9 +33,9 @@ inline Profile test_profile(int per_node = 1, double alpha = 1e-6, double bandwi
   p.device.update = q(1e10);
   p.device.reduce = q(reduce);
   p.node.accelerators = per_node;
-  p.node.intra_link = {"intra", q(alpha / 10), q(bandwidth * 10), std::nullopt, std::nullopt};
+  p.node.intra_link = {"intra", q(alpha / 10), q(bandwidth * 10), std::nullopt, std::nullopt, std::nullopt};
   p.node.disk_read = q(1e9);
-  p.network = LinkProfile{"net", q(alpha), q(bandwidth), std::nullopt, std::nullopt};
+  p.network = LinkProfile{"net", q(alpha), q(bandwidth), std::nullopt, std::nullopt, std::nullopt};
   return p;
 }
 

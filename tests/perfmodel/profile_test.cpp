@@ -273,6 +273,25 @@ TEST(Profile, TurnTakingIsOptionalNotNegativeAndRoundTrips) {
   expect_contains(error_of(j), "'node.turn_taking' is missing source");
 }
 
+TEST(Profile, LinkBurstIsOptionalNotNegativeAndRoundTrips) {
+  json j = valid_device_file();
+  EXPECT_EQ(parse_profile_fragment(j, "test.json").node->intra_link.burst_bytes(), 0);
+  j["node"]["intra_link"]["burst"] = {{"value", 262144}, {"source", "tc tbf burst 256kb"}};
+  const ProfileFragment with = parse_profile_fragment(j, "test.json");
+  ASSERT_TRUE(with.node->intra_link.burst.has_value());
+  EXPECT_DOUBLE_EQ(with.node->intra_link.burst_bytes(), 262144);
+  Profile p;
+  p.device = *with.device;
+  p.node = *with.node;
+  EXPECT_DOUBLE_EQ(parse_profile_fragment(profile_to_json(p), "round trip").node->intra_link.burst_bytes(), 262144);
+  j["node"]["intra_link"]["burst"]["value"] = 0;  // a link without a shaper
+  EXPECT_EQ(error_of(j), "");
+  j["node"]["intra_link"]["burst"]["value"] = -1;
+  expect_contains(error_of(j), "'node.intra_link.burst.value' is -1");
+  j["node"]["intra_link"]["burst"] = {{"value", 1}};
+  expect_contains(error_of(j), "'node.intra_link.burst' is missing source");
+}
+
 TEST(Profile, MpiAllreduceTimesAreOptionalAscendingAndPositive) {
   json j = valid_device_file();
   j["mpi_allreduce"] = {{"workers", 2},

@@ -46,6 +46,40 @@ TEST(StepSimulation, SharedCoresSlowWhateverOverlaps) {
   EXPECT_DOUBLE_EQ(s.period, 7.0);
 }
 
+TEST(StepSimulation, ABurstAllowancePassesBytesAfterTheLinkIdles) {
+  SimInput in = two_buckets();
+  in.bucket_burstable = {1.0, 1.0};
+  in.burst = 0.5;
+  SimStep s = simulate_steps(in);
+  // From bucket 1's end (5 s of the step before, here 4.5) to bucket 0's start the link idles
+  // 2.5 s, more than the 0.5 s the allowance holds: bucket 0 takes 1.5 s. Bucket 1 queues behind
+  // it, so the link never idled between them: it takes its full 1 s.
+  EXPECT_NEAR(s.bucket_start[0], 2.0, 1e-9);
+  EXPECT_NEAR(s.bucket_end[0], 3.5, 1e-9);
+  EXPECT_NEAR(s.bucket_start[1], 3.5, 1e-9);
+  EXPECT_NEAR(s.bucket_end[1], 4.5, 1e-9);
+  EXPECT_NEAR(s.period, 5.0, 1e-9);
+
+  // Only the network transfer passes at once: bucket 0 has 0.2 s of it, bucket 1 none.
+  in.bucket_burstable = {0.2, 0.0};
+  s = simulate_steps(in);
+  EXPECT_NEAR(s.bucket_end[0], 3.8, 1e-9);
+  EXPECT_NEAR(s.bucket_end[1], 4.8, 1e-9);
+  EXPECT_NEAR(s.period, 5.3, 1e-9);
+
+  // A link that idles less than the allowance holds passes only what it refilled: buckets of 4 s
+  // and 1 s, all of it network transfer, and an allowance of 10 s. Bucket 1 ends at 4.5 s, the
+  // update at 5 s, and the next bucket 0 starts 2 s into the next step: 2.5 s of idling, so
+  // bucket 0 takes 4 - 2.5 s, and bucket 1, queued behind it, all of its 1 s.
+  in.bucket_seconds = {4.0, 1.0};
+  in.bucket_burstable = {4.0, 1.0};
+  in.burst = 10.0;
+  s = simulate_steps(in);
+  EXPECT_NEAR(s.bucket_end[0], 3.5, 1e-9);
+  EXPECT_NEAR(s.bucket_end[1], 4.5, 1e-9);
+  EXPECT_NEAR(s.period, 5.0, 1e-9);
+}
+
 TEST(StepSimulation, DoubleBufferingOverlapsTheNextStep) {
   SimInput in = two_buckets();
   in.double_buffering = true;
