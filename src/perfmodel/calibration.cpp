@@ -273,8 +273,7 @@ Profile calibrated_profile(const Calibration& c) {
         q(net.one_way_bandwidth,
           how + fmt::format("slope of ping-pongs between {} and {} KiB", net.bytes >> 11, net.bytes >> 10)),
         std::nullopt,
-        std::nullopt};
-    p.network->burst = q(net.burst, how + net.burst_how);
+        q(net.burst, how + net.burst_how)};
   }
   if (!c.transport.mpi_allreduce.empty()) {
     MeasuredAllreduce m;

@@ -269,11 +269,9 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
     }
   }
   sim.update = plan.update;
-  // The network's burst allowance, in seconds of its link time (0 on one node: the same-host link
-  // has none).
-  if (distributed && p.network && c.workers > std::max(1, p.node.accelerators)) {
-    sim.burst = p.network->burst_bytes() / p.network->bandwidth.value;
-  }
+  // The network's burst allowance, in seconds of its link time; on one node no bucket has a
+  // network transfer to spend it on (allreduce_time.h).
+  if (distributed && p.network) sim.burst = p.network->burst_bytes() / p.network->bandwidth.value;
   if (distributed && p.node.overlap) {
     // Work conservation: where the two threads share cores, the CPU time compute gives up beside
     // communication is time the communication thread runs, and in a step that thread sleeps
