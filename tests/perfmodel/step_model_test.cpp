@@ -261,144 +261,6 @@ TEST(StepModel, EfficiencyFallsAsWorkersGrow) {
   }
 }
 
-TEST(AllreduceTime, SampledSlowestRankEqualsTheFullScan) {
-  const comm::AlphaBetaGamma m{2e-6, 1e-9, 3e-10};
-  for (Algorithm a :
-       {Algorithm::kRing, Algorithm::kTree, Algorithm::kButterfly, Algorithm::kOneToAll, Algorithm::kMpi}) {
-    for (int p : {65, 96, 100, 127, 128, 129, 200, 255, 300}) {
-      for (std::size_t n : {std::size_t{1}, std::size_t(p - 1), std::size_t(p + 1), std::size_t{1000},
-                            std::size_t{65537}, std::size_t{262144 + 77}, std::size_t{3000000}}) {
-        EXPECT_DOUBLE_EQ(slowest_rank_seconds(a, p, n, DType::kF32, m, comm::kDefaultChunkBytes),
-                         comm::predict_allreduce_seconds(a, p, n, DType::kF32, m))
-            << algorithm_name(a) << " p=" << p << " n=" << n;
-      }
-    }
-    for (int p : {1000, 1024}) {  // the sizes dtrain predict is asked about
-      for (std::size_t n : {std::size_t{1500}, std::size_t{262144 + 5}}) {
-        EXPECT_DOUBLE_EQ(slowest_rank_seconds(a, p, n, DType::kF16, m, comm::kDefaultChunkBytes),
-                         comm::predict_allreduce_seconds(a, p, n, DType::kF16, m))
-            << algorithm_name(a) << " p=" << p << " n=" << n;
-      }
-    }
-  }
-}
-
-TEST(AllreduceTime, LinksByPlacement) {
-  const Profile p = test_profile(8);
-  AllreducePlan plan;
-  plan.workers = 8;
-  const double intra = allreduce_time(plan, 1 << 20, p).seconds;
-  EXPECT_DOUBLE_EQ(intra,
-                   comm::predict_allreduce_seconds(Algorithm::kRing, 8, 1 << 20, DType::kF32, {1e-7, 1e-10, 1e-12}));
-  plan.workers = 16;  // two nodes: the network bounds the flat ring
-  EXPECT_DOUBLE_EQ(allreduce_time(plan, 1 << 20, p).seconds,
-                   comm::predict_allreduce_seconds(Algorithm::kRing, 16, 1 << 20, DType::kF32, {1e-6, 1e-9, 1e-12}));
-  plan.algorithm = Algorithm::kButterfly;  // all 8 ranks of a node cross at once
-  EXPECT_DOUBLE_EQ(
-      allreduce_time(plan, 1 << 20, p).seconds,
-      comm::predict_allreduce_seconds(Algorithm::kButterfly, 16, 1 << 20, DType::kF32, {1e-6, 8e-9, 1e-12}));
-  // Hierarchical: the intra-node ring plus the algorithm over nodes on 1/8 of the data.
-  plan.hierarchical = true;
-  EXPECT_DOUBLE_EQ(allreduce_time(plan, 1 << 20, p).seconds,
-                   intra + comm::predict_allreduce_seconds(Algorithm::kButterfly, 2, (1 << 20) / 8, DType::kF32,
-                                                           {1e-6, 8e-9, 1e-12}));
-  Profile no_network = p;
-  no_network.network.reset();
-  try {
-    allreduce_time(plan, 100, no_network);
-    FAIL();
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("16 workers need 2 nodes of 8 accelerator(s)"), std::string::npos);
-  }
-}
-
-TEST(AllreduceTime, MpiUsesItsMeasuredTimesForTheirWorkerCount) {
-  MeasuredAllreduce m;
-  m.workers = 2;
-  m.points = {{1000, 1e-3}, {2000, 3e-3}, {4000, 4e-3}};
-  EXPECT_DOUBLE_EQ(interpolate_measured(m, 1000), 1e-3);
-  EXPECT_DOUBLE_EQ(interpolate_measured(m, 1500), 2e-3);   // between two points
-  EXPECT_DOUBLE_EQ(interpolate_measured(m, 8000), 6e-3);   // the last two points' line
-  EXPECT_DOUBLE_EQ(interpolate_measured(m, 500), 1e-4);    // below: the first line, floored
-  EXPECT_DOUBLE_EQ(interpolate_measured(m, 900), 0.8e-3);  // below, above the floor
-  MeasuredAllreduce one = m;
-  one.points.resize(1);
-  EXPECT_DOUBLE_EQ(interpolate_measured(one, 3000), 3e-3);
-
-  Profile p = test_profile(8);
-  p.mpi_allreduce = m;
-  AllreducePlan plan{Algorithm::kMpi, 2};
-  const AllreduceTime t = allreduce_time(plan, 500, p);  // 2000 bytes of f32
-  EXPECT_DOUBLE_EQ(t.seconds, 3e-3);
-  EXPECT_GE(t.latency, 0);
-  EXPECT_LE(t.latency, t.seconds);
-  plan.dtype = DType::kF16;  // 1000 bytes on the wire
-  EXPECT_DOUBLE_EQ(allreduce_time(plan, 500, p).seconds, 1e-3);
-  // Other worker counts and other algorithms: the formulas.
-  plan = {Algorithm::kMpi, 4};
-  Profile without = p;
-  without.mpi_allreduce.reset();
-  EXPECT_DOUBLE_EQ(allreduce_time(plan, 500, p).seconds, allreduce_time(plan, 500, without).seconds);
-  plan = {Algorithm::kRing, 2};
-  EXPECT_DOUBLE_EQ(allreduce_time(plan, 500, p).seconds, allreduce_time(plan, 500, without).seconds);
-}
-
-TEST(AllreduceTime, ShmUsesItsLadderForItsWorkerCountAndItsCostOtherwise) {
-  Profile p = test_profile(8);               // intra-node link: alpha 1e-7; reduce 1e12 bytes/s
-  p.device.gradient_copy = testing::q(1e9);  // 1 ns per byte moved
-  // The formula: 2 rounds at the link's latency, 2 (p-1)/p n bytes moved, (p-1)/p n reduced. For
-  // 4 workers and 1000 f32 (n = 4000 bytes): 2e-7 + 6000 ns + 3000 ps.
-  AllreducePlan plan{Algorithm::kShm, 4};
-  AllreduceTime t = allreduce_time(plan, 1000, p);
-  EXPECT_NEAR(t.seconds, 2e-7 + 6000e-9 + 3000e-12, 1e-15);
-  EXPECT_NEAR(t.latency, 2e-7, 1e-15);
-  // No message crosses a link: its bandwidth does not enter; a measured core round trip is the
-  // latency of each of the two barriers.
-  Profile other_link = p;
-  other_link.node.intra_link.bandwidth = testing::q(1);
-  EXPECT_DOUBLE_EQ(allreduce_time(plan, 1000, other_link).seconds, t.seconds);
-  Profile cores = p;
-  cores.node.core_round_trip = testing::q(5e-8);
-  EXPECT_NEAR(allreduce_time(plan, 1000, cores).latency, 1e-7, 1e-15);
-  // The ladder, for its own worker count only.
-  p.shm_allreduce = MeasuredAllreduce{2, {{1000, 1e-6}, {2000, 3e-6}, {4000, 4e-6}}, "test"};
-  EXPECT_NEAR(allreduce_time(plan, 1000, p).seconds, t.seconds, 1e-15);
-  plan.workers = 2;
-  t = allreduce_time(plan, 500, p);  // 2000 bytes of f32
-  EXPECT_DOUBLE_EQ(t.seconds, 3e-6);
-  EXPECT_DOUBLE_EQ(t.latency, 1e-7);  // the first line at zero bytes (-1 us), floored at 0.1 us
-  plan.dtype = DType::kF16;           // 1000 bytes
-  EXPECT_DOUBLE_EQ(allreduce_time(plan, 500, p).seconds, 1e-6);
-  // Other algorithms ignore it.
-  Profile without = p;
-  without.shm_allreduce.reset();
-  plan = {Algorithm::kRing, 2};
-  EXPECT_DOUBLE_EQ(allreduce_time(plan, 500, p).seconds, allreduce_time(plan, 500, without).seconds);
-}
-
-TEST(AllreduceTime, ShmAcrossNodesIsAnInputError) {
-  Profile p = test_profile(8);
-  p.shm_allreduce = MeasuredAllreduce{16, {{1000, 1e-6}}, "test"};
-  for (bool hierarchical : {false, true}) {
-    AllreducePlan plan{Algorithm::kShm, 16, hierarchical};
-    try {
-      allreduce_time(plan, 1000, p);
-      FAIL() << "shm over two nodes";
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("--allreduce shm needs every worker on one host, but 16 workers need 2 "
-                                           "nodes of 8 accelerator(s)"),
-                std::string::npos)
-          << e.what();
-      EXPECT_NE(std::string(e.what()).find("choose another algorithm"), std::string::npos) << e.what();
-    }
-  }
-  RunConfig c;
-  c.workers = 2;
-  c.algorithm = Algorithm::kShm;
-  EXPECT_THROW(predict_step(params_first(2, 1000), test_profile(1), c), InputError);
-  EXPECT_GT(predict_step(params_first(2, 1000), test_profile(2), c).step, 0);
-}
-
 TEST(StepModel, ShmWithF32CopiesEveryGradientIntoSharedMemory) {
   // Parameters of 2 MB: buckets of one parameter. Their f32 buffers must lie in shared memory
   // for shm, so they copy their gradient instead of adopting it (parallel/buckets.h): the copies
@@ -449,69 +311,6 @@ TEST(StepModel, LinearWeightsWrittenInPlaceAreNotCopied) {
   EXPECT_NEAR(compute_extra(), static_cast<double>(biases) * per_element, 1e-9);
   c.accumulate = 2;
   EXPECT_NEAR(compute_extra(), static_cast<double>(all) * per_element, 1e-9);
-}
-
-TEST(AllreduceTime, SameHostBetaComesFromTheExchangeLadderAtTheBytesMoved) {
-  Profile p = test_profile(4);  // intra-node link: alpha 1e-7, 1e10 bytes/s
-  Profile laddered = p;
-  // Half the slope's time per byte up to 1 MB, the slope's own at 4 MB.
-  laddered.node.intra_link.exchange_ladder = ExchangeLadder{{{1e6, 0.5e6 / 1e10}, {4e6, 4e6 / 1e10}}, "test", 1, {}};
-  const std::size_t count = 250000;  // 1 MB of f32
-  for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kButterfly, Algorithm::kOneToAll}) {
-    for (int workers : {2, 4}) {
-      AllreducePlan plan{a, workers};
-      const double moved = slowest_rank_seconds(a, workers, count, DType::kF32, {0, 1, 0}, comm::kDefaultChunkBytes);
-      const double ladder_time = interpolate_points(laddered.node.intra_link.exchange_ladder->points, moved);
-      const double beta = ladder_time / moved;
-      EXPECT_NEAR(allreduce_time(plan, count, laddered).seconds,
-                  slowest_rank_seconds(a, workers, count, DType::kF32, {1e-7, beta, 1e-12}, comm::kDefaultChunkBytes),
-                  1e-12)
-          << comm::algorithm_name(a) << " on " << workers;
-      // Where the slowest rank moves at most 1 MB the ladder halves the transfers' time.
-      if (moved <= 1e6) {
-        EXPECT_LT(allreduce_time(plan, count, laddered).seconds, 0.6 * allreduce_time(plan, count, p).seconds);
-      }
-    }
-  }
-  // The ring on 2 moves 1 MB: half the slope's time. One-to-all on 4 moves 3 MB, further up.
-  AllreducePlan ring{Algorithm::kRing, 2}, one_to_all{Algorithm::kOneToAll, 4};
-  const double ring_ratio = allreduce_time(ring, count, laddered).seconds / allreduce_time(ring, count, p).seconds;
-  const double star_ratio =
-      allreduce_time(one_to_all, count, laddered).seconds / allreduce_time(one_to_all, count, p).seconds;
-  EXPECT_LT(ring_ratio, star_ratio);
-  // Across nodes the network's slope stays (no ladder there).
-  AllreducePlan across{Algorithm::kRing, 8};
-  EXPECT_DOUBLE_EQ(allreduce_time(across, count, laddered).seconds, allreduce_time(across, count, p).seconds);
-}
-
-TEST(AllreduceTime, OnePairLadderForTheRanksAnAlgorithmKeepsBusy) {
-  // 4 ranks on a host calibrated as 2 pairs side by side (1e10 bytes/s per pair) and as one pair
-  // alone (2e10). The ring and the butterfly keep all four busy: the side-by-side ladder. One-to-all
-  // on 4: the root moves 3n while each leaf moves n, so 2 ranks are busy on average: one pair's.
-  // The pipelined tree (root 2n, middle rank 2n, leaves n): 3 ranks, halfway.
-  Profile p = test_profile(4);
-  ExchangeLadder ladder{{{1e5, 1e5 / 1e10}, {1e8, 1e8 / 1e10}}, "test", 2, {{1e5, 1e5 / 2e10}, {1e8, 1e8 / 2e10}}};
-  p.node.intra_link.exchange_ladder = ladder;
-  const std::size_t count = 1 << 20;  // 4 MiB: several chunks, so the tree pipelines
-  auto beta_of = [&](Algorithm a) {
-    const AllreducePlan plan{a, 4};
-    // Solve the time for beta: the cost is linear in it.
-    const double t = allreduce_time(plan, count, p).seconds;
-    const double base = slowest_rank_seconds(a, 4, count, DType::kF32, {1e-7, 0, 1e-12}, comm::kDefaultChunkBytes);
-    const double moved = slowest_rank_seconds(a, 4, count, DType::kF32, {0, 1, 0}, comm::kDefaultChunkBytes);
-    return (t - base) / moved;
-  };
-  EXPECT_NEAR(beta_of(Algorithm::kRing), 1e-10, 1e-14);
-  EXPECT_NEAR(beta_of(Algorithm::kButterfly), 1e-10, 1e-14);
-  EXPECT_NEAR(beta_of(Algorithm::kOneToAll), 0.5e-10, 1e-14);
-  const double tree = beta_of(Algorithm::kTree);
-  EXPECT_GT(tree, 0.6e-10);
-  EXPECT_LT(tree, 0.9e-10);
-  // Two workers on this host: one pair's ladder.
-  EXPECT_NEAR(
-      allreduce_time({Algorithm::kRing, 2}, count, p).seconds,
-      slowest_rank_seconds(Algorithm::kRing, 2, count, DType::kF32, {1e-7, 0.5e-10, 1e-12}, comm::kDefaultChunkBytes),
-      1e-12);
 }
 
 TEST(ParameterServer, HashemiTotals) {
@@ -576,4 +375,27 @@ TEST(StepModel, InvalidConfigurationsAreNamed) {
 }
 
 }  // namespace
+TEST(AllreduceTime, ShmAcrossNodesIsAnInputError) {
+  Profile p = test_profile(8);
+  p.shm_allreduce = MeasuredAllreduce{16, {{1000, 1e-6}}, "test"};
+  for (bool hierarchical : {false, true}) {
+    AllreducePlan plan{Algorithm::kShm, 16, hierarchical};
+    try {
+      allreduce_time(plan, 1000, p);
+      FAIL() << "shm over two nodes";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("--allreduce shm needs every worker on one host, but 16 workers need 2 "
+                                           "nodes of 8 accelerator(s)"),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("choose another algorithm"), std::string::npos) << e.what();
+    }
+  }
+  RunConfig c;
+  c.workers = 2;
+  c.algorithm = Algorithm::kShm;
+  EXPECT_THROW(predict_step(params_first(2, 1000), test_profile(1), c), InputError);
+  EXPECT_GT(predict_step(params_first(2, 1000), test_profile(2), c).step, 0);
+}
+
 }  // namespace dtrain::perf
