@@ -4,16 +4,19 @@
 
 namespace dtrain::cli {
 
-void add_checkpoint_flags(CLI::App& t, CheckpointFlags& f) {
-  t.add_option("--checkpoint-dir", f.dir,
-               "Write checkpoints (safetensors files, written atomically) to this directory; rank 0 writes");
-  t.add_option("--checkpoint-every", f.every,
-               "With --checkpoint-dir: checkpoint every N steps (N or Nsteps) or every N epochs (Ne); default every "
-               "epoch. The last epoch always ends with one");
-  t.add_option("--keep", f.keep, "With --checkpoint-dir: newest checkpoints to keep (0: all)")->capture_default_str();
-  t.add_flag("--resume", f.resume,
-             "Continue from the newest valid checkpoint in --checkpoint-dir (corrupt ones are reported and skipped; "
-             "none: start afresh). Pass the flags of the interrupted run");
+void add_checkpoint_flags(CLI::App& command, CheckpointFlags& flags) {
+  command.add_option("--checkpoint-dir", flags.dir,
+                     "Write checkpoints (safetensors files, written atomically) to this directory; rank 0 writes");
+  command.add_option(
+      "--checkpoint-every", flags.every,
+      "With --checkpoint-dir: checkpoint every N steps (N or Nsteps) or every N epochs (Ne); default every "
+      "epoch. The last epoch always ends with one");
+  command.add_option("--keep", flags.keep, "With --checkpoint-dir: newest checkpoints to keep (0: all)")
+      ->capture_default_str();
+  command.add_flag(
+      "--resume", flags.resume,
+      "Continue from the newest valid checkpoint in --checkpoint-dir (corrupt ones are reported and skipped; "
+      "none: start afresh). Pass the flags of the interrupted run");
 }
 
 std::unique_ptr<Checkpointer> make_checkpointer(const CheckpointFlags& f, Module& model, Optimizer& optimizer,

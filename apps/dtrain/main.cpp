@@ -26,20 +26,20 @@ int fail(int code, const char* kind, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  dtrain::tune_malloc_for_training();
-  CLI::App app{"dtrain: data-parallel deep-learning training with a built-in performance model"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "dtrain 0.1.0");
-  app.footer("Run 'dtrain SUBCOMMAND --help' for the flags of each subcommand.");
-  std::vector<dtrain::cli::Action> actions{dtrain::cli::register_train(app), dtrain::cli::register_bench(app),
-                                           dtrain::cli::register_predict(app), dtrain::cli::register_calibrate(app),
-                                           dtrain::cli::register_explain(app), dtrain::cli::register_export(app)};
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  try {
+    dtrain::tune_malloc_for_training();
+    CLI::App app{"dtrain: data-parallel deep-learning training with a built-in performance model"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", "dtrain 0.1.0");
+    app.footer("Run 'dtrain SUBCOMMAND --help' for the flags of each subcommand.");
+    std::vector<dtrain::cli::Action> actions{dtrain::cli::register_train(app),   dtrain::cli::register_bench(app),
+                                             dtrain::cli::register_predict(app), dtrain::cli::register_calibrate(app),
+                                             dtrain::cli::register_explain(app), dtrain::cli::register_export(app)};
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      return app.exit(e);
+    }
     for (auto& action : actions) {
       const int rc = action();  // -1: that subcommand was not chosen
       if (rc >= 0) return rc;

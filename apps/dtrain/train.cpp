@@ -214,9 +214,10 @@ int run_train(TrainOptions o) {
     fmt::print("dtrain: {} ({} parameters, {:.1f} MFLOP per sample forward) on {}, {} epochs of {} steps, batch {}",
                o.model, model->num_parameters(), cost.forward_flops / 1e6, train.describe(), o.epochs,
                sampler.batches_per_epoch(), o.batch);
-    if (group.active())
+    if (group.active()) {
       fmt::print(" per rank x {} ranks, allreduce {} in {}, {}", group.size, o.allreduce, o.comm_dtype,
                  group.describe_chunk());
+    }
     fmt::print(", {} thread(s)\n", o.threads);
     if (stale_momentum) {
       fmt::print(

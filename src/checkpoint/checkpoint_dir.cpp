@@ -43,6 +43,7 @@ std::vector<std::string> CheckpointDir::list() const {
   }
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<std::string> out;
+  out.reserve(found.size());
   for (auto& [step, path] : found) out.push_back(std::move(path));
   return out;
 }

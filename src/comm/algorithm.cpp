@@ -103,11 +103,11 @@ double predict_seconds(const CommCost& cost, const AlphaBetaGamma& m) {
          static_cast<double>(cost.bytes_reduced) * m.gamma;
 }
 
-double predict_allreduce_seconds(Algorithm a, int p, std::size_t count, DType dtype, const AlphaBetaGamma& m,
+double predict_allreduce_seconds(Algorithm a, int p, std::size_t count, DType dtype, const AlphaBetaGamma& machine,
                                  std::size_t chunk_bytes) {
   double worst = 0;
   for (int r = 0; r < p; ++r)
-    worst = std::max(worst, predict_seconds(allreduce_cost(a, p, r, count, dtype, chunk_bytes), m));
+    worst = std::max(worst, predict_seconds(allreduce_cost(a, p, r, count, dtype, chunk_bytes), machine));
   return worst;
 }
 

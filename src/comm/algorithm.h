@@ -60,19 +60,18 @@ constexpr std::size_t kDefaultChunkBytes = std::size_t{1} << 20;
 // Messages a block of `count` elements of `elem_bytes` each is split into.
 std::uint64_t chunk_count(std::size_t count, std::size_t elem_bytes, std::size_t chunk_bytes);
 
-// Exact per-rank counts of allreduce algorithm `a` (not kAuto) on `count` elements of `dtype`.
+// Exact per-rank counts of allreduce algorithm `a` (not kAuto) on `count` elements of `dtype`
+// over a world of `p` ranks.
 // kMpi returns an estimate (Open MPI chooses its own algorithm): see algorithms/mpi_native.h.
-CommCost allreduce_cost(Algorithm a, int world_size, int rank, std::size_t count, DType dtype,
+CommCost allreduce_cost(Algorithm a, int p, int rank, std::size_t count, DType dtype,
                         std::size_t chunk_bytes = kDefaultChunkBytes);
 
 // The same for the other collectives of Communicator (sizes as its methods take them).
-CommCost broadcast_cost(int world_size, int rank, std::size_t bytes, int root,
-                        std::size_t chunk_bytes = kDefaultChunkBytes);
-CommCost allgather_cost(int world_size, int rank, std::size_t bytes_per_rank,
-                        std::size_t chunk_bytes = kDefaultChunkBytes);
-CommCost reduce_scatter_cost(int world_size, int rank, std::size_t count_per_rank, DType dtype,
+CommCost broadcast_cost(int p, int rank, std::size_t bytes, int root, std::size_t chunk_bytes = kDefaultChunkBytes);
+CommCost allgather_cost(int p, int rank, std::size_t bytes_per_rank, std::size_t chunk_bytes = kDefaultChunkBytes);
+CommCost reduce_scatter_cost(int p, int rank, std::size_t count_per_rank, DType dtype,
                              std::size_t chunk_bytes = kDefaultChunkBytes);
-CommCost barrier_cost(int world_size);
+CommCost barrier_cost(int p);
 
 // Machine constants of the alpha-beta-gamma model (seconds, seconds per byte).
 struct AlphaBetaGamma {
@@ -84,7 +83,7 @@ struct AlphaBetaGamma {
 // transfers in this model).
 double predict_seconds(const CommCost& cost, const AlphaBetaGamma& machine);
 // The slowest rank's prediction for an allreduce.
-double predict_allreduce_seconds(Algorithm a, int world_size, std::size_t count, DType dtype,
-                                 const AlphaBetaGamma& machine, std::size_t chunk_bytes = kDefaultChunkBytes);
+double predict_allreduce_seconds(Algorithm a, int p, std::size_t count, DType dtype, const AlphaBetaGamma& machine,
+                                 std::size_t chunk_bytes = kDefaultChunkBytes);
 
 }  // namespace dtrain::comm

@@ -215,7 +215,8 @@ class LocalTransport final : public Transport {
   }
 
  private:
-  static Op* as_op(const Request& r) { return reinterpret_cast<Op*>(r.handle); }
+  // A request's handle holds its operation's address.
+  static Op* as_op(const Request& r) { return reinterpret_cast<Op*>(r.handle); }  // NOLINT(performance-no-int-to-ptr)
   static Request make_request(Op* op) {
     return Request{reinterpret_cast<std::uintptr_t>(op), op->bytes, op->peer, op->tag, op->is_send, false};
   }
@@ -281,6 +282,7 @@ void run_local_transports(int world_size, const std::function<void(Transport&)>&
   std::mutex mu;
   std::exception_ptr first;
   std::vector<std::unique_ptr<Transport>> transports;
+  transports.reserve(static_cast<std::size_t>(world_size));
   for (int r = 0; r < world_size; ++r) transports.push_back(world.transport(r));
   std::vector<std::thread> threads;
   threads.reserve(static_cast<std::size_t>(world_size));

@@ -85,15 +85,15 @@ AllreduceTime shm_time(const AllreducePlan& plan, std::size_t count, const Profi
 
 double interpolate_measured(const MeasuredAllreduce& m, double bytes) { return interpolate_points(m.points, bytes); }
 
-double interpolate_points(const std::vector<std::pair<double, double>>& pts, double bytes) {
-  DT_CHECK(!pts.empty(), "no measured points");
-  if (pts.size() == 1) return pts[0].second * bytes / pts[0].first;
+double interpolate_points(const std::vector<std::pair<double, double>>& points, double bytes) {
+  DT_CHECK(!points.empty(), "no measured points");
+  if (points.size() == 1) return points[0].second * bytes / points[0].first;
   std::size_t hi = 1;
-  while (hi + 1 < pts.size() && pts[hi].first < bytes) ++hi;
-  const auto [b0, t0] = pts[hi - 1];
-  const auto [b1, t1] = pts[hi];
+  while (hi + 1 < points.size() && points[hi].first < bytes) ++hi;
+  const auto [b0, t0] = points[hi - 1];
+  const auto [b1, t1] = points[hi];
   const double t = t0 + (t1 - t0) * (bytes - b0) / (b1 - b0);
-  return std::max(t, 0.1 * pts[0].second);
+  return std::max(t, 0.1 * points[0].second);
 }
 
 int nic_flows(comm::Algorithm a, int per_node) { return a == comm::Algorithm::kButterfly ? per_node : 1; }

@@ -73,8 +73,8 @@ class Pairs {
     ensure(bytes);
     double pilot = 0;
     if (active()) {
-      std::vector<double> t;
-      for (int i = 0; i < 3; ++i) t.push_back(once(bytes, exchange, 1));
+      std::vector<double> t(3);
+      for (double& seconds : t) seconds = once(bytes, exchange, 1);
       pilot = median(t);
     }
     c_.barrier();

@@ -26,6 +26,7 @@ namespace {
 // Measured (bytes, seconds) as the profile's points.
 std::vector<std::pair<double, double>> as_points(const std::vector<std::pair<std::size_t, double>>& measured) {
   std::vector<std::pair<double, double>> out;
+  out.reserve(measured.size());
   for (const auto& [bytes, seconds] : measured) out.emplace_back(static_cast<double>(bytes), seconds);
   return out;
 }
@@ -342,9 +343,10 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
     const auto ladder_line = [&s](const char* title, const std::vector<std::pair<std::size_t, double>>& ladder) {
       if (ladder.empty()) return;
       s += title;
-      for (const auto& [bytes, seconds] : ladder)
+      for (const auto& [bytes, seconds] : ladder) {
         s += fmt::format(" {} KiB {} ({})", bytes >> 10, format_seconds(seconds),
                          gbps(static_cast<double>(bytes) / seconds));
+      }
       s += "\n";
     };
     ladder_line("  exchange ladder", l->ladder);

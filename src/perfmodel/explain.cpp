@@ -227,7 +227,7 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec)
     if (e.one_worker_step > 0) {
       const double compute = e.measured.forward + e.measured.backward + e.measured.update;
       const double alone = e.one_worker_step;
-      parts.push_back({std::max(0.0, compute - alone), "compute slowed beside the other ranks"});
+      parts.emplace_back(std::max(0.0, compute - alone), "compute slowed beside the other ranks");
       const double efficiency = alone / e.measured_step;
       s += fmt::format(
           "\nscaling: one worker would take {} per step with the same batch (model); this run takes {}: "

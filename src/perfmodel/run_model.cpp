@@ -59,6 +59,7 @@ std::vector<std::size_t> best_per_worker_count(const std::vector<RunPrediction>&
     if (!fresh && runs[i].epoch_seconds < runs[it->second].epoch_seconds) it->second = i;
   }
   std::vector<std::size_t> out;
+  out.reserve(best.size());
   for (const auto& [workers, i] : best) out.push_back(i);
   return out;
 }

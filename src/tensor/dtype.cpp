@@ -14,11 +14,12 @@ namespace dtrain {
 
 std::size_t dtype_size(DType t) {
   switch (t) {
-    case DType::kF32: return 4;
     case DType::kF64: return 8;
-    case DType::kF16: return 2;
-    case DType::kBF16: return 2;
+    case DType::kF32:
     case DType::kI32: return 4;
+    case DType::kF16:
+    case DType::kBF16:
+      return 2;
   }
   throw InternalError("unknown dtype");
 }

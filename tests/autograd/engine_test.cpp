@@ -26,10 +26,10 @@ TEST(Engine, GradReadyHookFiresOnceWithTheFinalGradient) {
   std::vector<std::string> fired;
   std::vector<double> seen;
   a.add_grad_ready_hook([&](Variable& v) {
-    fired.push_back("a");
+    fired.emplace_back("a");
     seen = v.grad().to_vector_f64();
   });
-  b.add_grad_ready_hook([&](Variable&) { fired.push_back("b"); });
+  b.add_grad_ready_hook([&](Variable&) { fired.emplace_back("b"); });
   // a is used twice (through two paths); its hook must wait for both contributions.
   Variable y = ops::add(ops::mul(a, b), ops::scale(a, 3.0));
   y.backward(Tensor::full({3}, 1.0, DType::kF64));

@@ -64,7 +64,9 @@ TEST_P(AllreduceExact, ClosedFormSmallChunks) {
 }
 
 TEST_P(AllreduceExact, RandomDataWithinRoundingBoundAndIdenticalOnAllRanks) {
-  const auto [algorithm, dtype] = GetParam();
+  // Named, not structured bindings: a lambda below captures them.
+  const Algorithm algorithm = std::get<0>(GetParam());
+  const DType dtype = std::get<1>(GetParam());
   // Unit roundoff of one addition: f32 2^-24, f16 2^-11, bf16 2^-8. Each of the p-1 additions
   // rounds a partial sum bounded by sum |x|, so |error| <= (p-1) u sum|x| (plus f32's rounding
   // on the way, absorbed by the factor 2).

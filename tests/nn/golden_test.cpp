@@ -26,7 +26,7 @@ void fill_parameters(Module& m) {
     std::vector<float> v(static_cast<std::size_t>(t.numel()));
     const bool is_vector = t.dim() == 1;
     const bool is_gamma = is_vector && name.ends_with("weight");
-    const double fan_in = is_vector ? 1.0 : static_cast<double>(t.numel() / t.size(0));
+    const double fan_in = is_vector ? 1.0 : static_cast<double>(t.numel()) / static_cast<double>(t.size(0));
     for (std::int64_t i = 0; i < t.numel(); ++i) {
       const double h = pattern(k, i);
       const double x = is_gamma ? 1.0 + 0.1 * h : is_vector ? 0.1 * h : h / std::sqrt(fan_in);

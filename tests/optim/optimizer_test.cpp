@@ -9,12 +9,12 @@
 namespace dtrain {
 namespace {
 
-Variable param(std::vector<float> v) {
+Variable param(const std::vector<float>& v) {
   const auto n = static_cast<std::int64_t>(v.size());
   return Variable(Tensor::from_vector(v, {n}), true);
 }
 
-void set_grad(Variable& p, std::vector<float> g) {
+void set_grad(Variable& p, const std::vector<float>& g) {
   const auto n = static_cast<std::int64_t>(g.size());
   p.set_grad(Tensor::from_vector(g, {n}));
 }

@@ -219,7 +219,8 @@ TEST(Buckets, OneParameterBucketAdoptsAnUnsharedGradientAndScalesItAfterTheSum) 
     EXPECT_TRUE(b.adopted(0, 0));
     EXPECT_TRUE(b.gradient(1, 0).shares_storage_with(large)) << "no copy";
     Tensor small = Tensor::from_vector(std::vector<float>(2, 2 * r + 2), {2});
-    const Tensor other_holder = small;  // e.g. the same tensor handed to another edge
+    // A second holder of the storage, e.g. the same tensor handed to another edge.
+    const Tensor other_holder = small;  // NOLINT(performance-unnecessary-copy-initialization)
     b.add(0, small, 0);
     EXPECT_FALSE(b.adopted(1, 0)) << "a gradient something else holds is copied";
     for (std::size_t k : {0u, 1u}) b.reduce(c, k, 0, comm::Algorithm::kRing);

@@ -23,6 +23,7 @@ using testing::test_profile;
 // every gradient is final at the very end of backward and nothing overlaps.
 Workload params_first(int tensors, std::int64_t numel) {
   std::vector<LayerSummary> layers;
+  layers.reserve(static_cast<std::size_t>(tensors) + 4);
   for (int i = 0; i < tensors; ++i) layers.push_back(layer(fmt::format("p{}", i), "linear", numel, 0, 1));
   for (int i = 0; i < 4; ++i) layers.push_back(layer(fmt::format("r{}", i), "relu", 0, 1e9, 1 << 20));
   return workload_from_layers(layers);
@@ -321,10 +322,10 @@ TEST(ParameterServer, HashemiTotals) {
   const ServerTime bsp = parameter_server_time(plan, params, compute, p);
   const double worker_send = 4 * 1e-5 + n / 1e9, server_send = 16 * (1e-5 + n / 4 / 1e9);
   EXPECT_DOUBLE_EQ(bsp.push, std::max(worker_send, server_send));
-  EXPECT_DOUBLE_EQ(bsp.step, compute + 2 * bsp.push + 16 * params / 4 / 1e10);
+  EXPECT_DOUBLE_EQ(bsp.step, compute + 2 * bsp.push + 16 * params / 4.0 / 1e10);
   plan.sync = Sync::kAsp;
   const ServerTime asp = parameter_server_time(plan, params, compute, p);
-  const double per_update = 2 * (1e-5 + n / 4 / 1e9) + params / 4 / 1e10;
+  const double per_update = 2 * (1e-5 + n / 4 / 1e9) + params / 4.0 / 1e10;
   EXPECT_DOUBLE_EQ(asp.step, std::max(compute + 2 * worker_send, 16 * per_update));
   EXPECT_LE(asp.step, bsp.step);
   plan.sync = Sync::kSsp;

@@ -93,6 +93,7 @@ TEST(TimingStats, MeanWithoutStallsLeavesOutCallsFarAboveTheMedian) {
 
 Workload deep_net() {
   std::vector<LayerSummary> layers;
+  layers.reserve(8);
   for (int i = 0; i < 8; ++i) layers.push_back(layer(fmt::format("c{}", i), "conv2d", 100000, 2e8, 1 << 16));
   return workload_from_layers(layers);
 }

@@ -183,6 +183,7 @@ TEST(CpuConv, ConcurrentCallsFromSeveralThreadsAgree) {
   const std::vector<float> expected_dw = fast().conv2d_backward_weights(x, x, w.shape(), false, g).dw.to_vector();
   std::vector<int> ok(4, 0);
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       bool good = true;
@@ -455,6 +456,7 @@ TEST(CpuOptim, UpdatesMatchReferenceToF32Rounding) {
   for (std::int64_t n : {std::int64_t{1}, std::int64_t{1000}, std::int64_t{100003}}) {
     const Tensor w0 = random_tensor({n}, rng);
     std::vector<Tensor> grads;
+    grads.reserve(3);
     for (int s = 0; s < 3; ++s) grads.push_back(random_tensor({n}, rng));
     for (bool nesterov : {false, true}) {
       Tensor wf = w0.clone(), wr = w0.clone(), vf = Tensor::zeros({n}), vr = Tensor::zeros({n});

@@ -19,7 +19,7 @@ Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& be
   }
   BatchNormForward fwd = be.batch_norm_forward_training(xt, gamma.data(), beta.data(), state.eps);
   if (training && state.track_running_stats) {
-    const double m = static_cast<double>(xt.numel() / xt.size(1));  // samples per channel
+    const double m = static_cast<double>(xt.numel()) / static_cast<double>(xt.size(1));  // samples per channel
     const double unbias = m > 1 ? m / (m - 1) : 1.0;
     Backend& sb = dispatch(state.running_mean);
     sb.scale(state.running_mean, 1 - state.momentum);

@@ -15,8 +15,8 @@ constexpr int kGatherTag = 8;
 // chunk of step 0 (block r-1) once the scatter-reduce send that read the same chunk has completed.
 struct GatherPosts {
   Collective& c;
-  std::byte* d;
-  std::size_t count, elem;
+  std::byte* d = nullptr;
+  std::size_t count = 0, elem = 0;
   std::size_t posted = 0;  // step-0 chunks posted
 
   std::vector<Request>& recvs() { return c.list(1); }

@@ -36,7 +36,7 @@ std::vector<std::string> command(int ranks, const std::string& args) {
     argv = {DTRAIN_MPIEXEC, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
             "-np",          std::to_string(ranks)};
   }
-  argv.push_back(DTRAIN_BINARY);
+  argv.emplace_back(DTRAIN_BINARY);
   for (auto& a : cktest::split_args(args)) argv.push_back(a);
   return argv;
 }

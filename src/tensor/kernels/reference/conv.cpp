@@ -5,6 +5,8 @@
 #include "tensor/kernels/reference/typed.h"
 
 namespace dtrain {
+// The naive loops nest one per line without braces, as the sums they compute are written.
+// NOLINTBEGIN(readability-braces-around-statements)
 
 std::int64_t window_output_size(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
                                 const char* what) {
@@ -105,4 +107,5 @@ WeightGrads ReferenceBackend::conv2d_backward_weights(const Tensor& dy_in, const
   return out;
 }
 
+// NOLINTEND(readability-braces-around-statements)
 }  // namespace dtrain

@@ -9,6 +9,8 @@
 #include "tensor/kernels/reference/typed.h"
 
 namespace dtrain {
+// The naive loops nest one per line without braces, as the sums they compute are written.
+// NOLINTBEGIN(readability-braces-around-statements)
 namespace {
 
 struct NormDims {
@@ -119,4 +121,5 @@ BatchNormGrads ReferenceBackend::batch_norm_backward(const Tensor& dy_in, const 
   return out;
 }
 
+// NOLINTEND(readability-braces-around-statements)
 }  // namespace dtrain
