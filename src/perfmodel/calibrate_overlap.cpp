@@ -37,44 +37,56 @@ OverlapCalibration calibrate_overlap(CommWorker& worker, LayerBench& bench, cons
     c.barrier();
   });
 
-  // The comm thread exchanges until both partners' compute is done; the first byte of every
-  // message says whether its sender is still computing.
-  std::atomic<bool> computing{true};
-  std::vector<double> finished;  // completion times of the exchanges
-  const double comm_start = now_seconds();
-  const std::uint64_t ticket = worker.submit([&](comm::Communicator& c) {
-    if (!active) return;
-    std::vector<std::byte> send(kExchangeBytes, std::byte{0}), recv(kExchangeBytes, std::byte{0});
-    for (;;) {
-      const bool mine = computing.load();
-      send[0] = std::byte{mine ? std::uint8_t{1} : std::uint8_t{0}};
-      exchange_bytes(c, peer, send.data(), recv.data(), kExchangeBytes);
-      finished.push_back(now_seconds());
-      if (!mine && recv[0] == std::byte{0}) return;
-    }
-  });
-  double work = 0;
+  // Bursts shaped like a step's buckets: one 1 MiB exchange handed to the communication thread,
+  // which sleeps between jobs, while the compute thread runs layers; the next one as soon as it
+  // is done. Both partners go on handing over exchanges until both have finished computing (the
+  // first byte of every message says whether its sender still computes), so their exchanges
+  // pair up. A thread that wakes for a burst gets a core on a scheduler's terms, not a
+  // continuous stream's: on 2 cores a bucket handed over during backward waits for the compute
+  // threads to block (docs/perfmodel.md, What remains).
+  std::vector<std::byte> send(kExchangeBytes, std::byte{0}), recv(kExchangeBytes, std::byte{0});
+  std::atomic<bool> computing{true}, done{false};
+  std::atomic<double> finished_at{0};
+  bool peer_computing = true;
+  const auto burst = [&](comm::Communicator& c) {
+    send[0] = std::byte{computing.load() ? std::uint8_t{1} : std::uint8_t{0}};
+    exchange_bytes(c, peer, send.data(), recv.data(), kExchangeBytes);
+    peer_computing = recv[0] != std::byte{0};
+    finished_at = now_seconds();
+    done = true;
+  };
+  double work = 0, burst_work = 0, burst_time = 0;
+  double submitted_at = 0;
+  bool in_flight = false;
+  std::uint64_t ticket = 0;
   const double compute_start = now_seconds();
   for (std::size_t i = 0; work < target_seconds; i = (i + 1) % bench.layers().size()) {
+    if (active && !in_flight) {
+      done = false;
+      submitted_at = now_seconds();
+      ticket = worker.submit(burst);
+      in_flight = true;
+    }
     bench.run(i);
     work += alone_seconds.at(i);
+    if (in_flight && done.load()) {
+      worker.wait(ticket);
+      burst_work += out.exchange_seconds;
+      burst_time += finished_at.load() - submitted_at;
+      in_flight = false;
+    }
   }
   const double compute_end = now_seconds();
   computing = false;
-  worker.wait(ticket);
-
-  // Exchanges done while this rank computed; the one in flight at the end counts in part.
-  double exchanges = 0, last = comm_start;
-  for (double t : finished) {
-    if (t > compute_end) {
-      exchanges += std::min(1.0, (compute_end - last) / std::max(t - last, 1e-9));
-      break;
-    }
-    exchanges += 1;
-    last = t;
+  if (in_flight) {  // the burst under way when compute ended, in part: its time so far
+    burst_time += compute_end - submitted_at;
+    worker.wait(ticket);
   }
+  // Until an exchange in which neither partner computes any more.
+  while (active && (peer_computing || send[0] != std::byte{0})) worker.run(burst);
+
   const double compute_share = work / (compute_end - compute_start);
-  const double comm_share = exchanges * out.exchange_seconds / (compute_end - comm_start);
+  const double comm_share = burst_time > 0 ? burst_work / burst_time : 1.0;
   const auto mean = mean_over_active(worker, compute_share, comm_share, active);
   out.measured = true;
   out.compute_share = std::clamp(mean[0], 0.01, 1.0);
@@ -82,8 +94,8 @@ OverlapCalibration calibrate_overlap(CommWorker& worker, LayerBench& bench, cons
   int pairs = 0;
   for (std::size_t r = 0; r < partner.size(); ++r) pairs += partner[r] > static_cast<int>(r) ? 1 : 0;
   out.how = fmt::format(
-      "{} pair(s) exchanging 1 MiB messages on the communication thread while the compute thread "
-      "ran {:.2f} s of the representative layers",
+      "{} pair(s) handing one 1 MiB exchange at a time to the communication thread while the compute "
+      "thread ran {:.2f} s of the representative layers",
       pairs, target_seconds);
   return out;
 }

@@ -1,14 +1,19 @@
 // How much compute and communication slow each other down when they overlap on a worker (the
 // profile's node.overlap, used by step_simulation.h), measured the way a data-parallel step
-// overlaps them: the communication thread (parallel/comm_worker.h) exchanges 1 MiB messages with
-// a partner rank through the transport while the compute thread runs the representative layers
-// of the layer bench, on every rank at once.
+// overlaps them: the compute thread runs the representative layers of the layer bench and hands
+// the communication thread (parallel/comm_worker.h), which sleeps between jobs, one 1 MiB
+// exchange with a partner rank at a time, as backward hands it a bucket; the next one as soon as
+// the last is done. Every rank at once.
 //
 //   compute share = (the layers' time alone) / (their time beside the exchanges)
-//   comm share    = (the exchanges' time alone) / (their time beside the layers)
+//   comm share    = (the exchanges' time alone) / (from handing each over to its end, summed;
+//                    the one under way when compute ends counts its time so far)
 // Both are means over the ranks that have a partner (calibrate_transport.h: busy_partners),
-// clamped to (0, 1]. The exchanges go on until both partners finished their compute, so neither
-// side ever computes without the other communicating.
+// clamped to (0, 1]. The exchanges go on until both partners finished their compute, so they
+// pair up. Bursts, not a stream: a thread woken for a job gets a core on the scheduler's terms,
+// and on ranks that fill the cores a bucket handed over during backward waits for the compute
+// threads to block (docs/perfmodel.md: a stream of exchanges kept 27% on 4 ranks of 2 cores,
+// bursts 1%, as traces of the training steps show).
 #pragma once
 
 #include <string>
