@@ -37,16 +37,12 @@ OverlapCalibration calibrate_overlap(CommWorker& worker, LayerBench& bench, cons
     c.barrier();
   });
 
-  // Bursts shaped like a step's buckets: one 1 MiB exchange handed to the communication thread,
-  // which sleeps between jobs, while the compute thread runs layers; the next one as soon as it
-  // is done. Both partners go on handing over exchanges until both have finished computing (the
-  // first byte of every message says whether its sender still computes), so their exchanges
-  // pair up. A thread that wakes for a burst gets a core on a scheduler's terms, not a
-  // continuous stream's: on 2 cores a bucket handed over during backward waits for the compute
-  // threads to block (docs/perfmodel.md, What remains).
+  // One burst at a time (calibrate_overlap.h). The first byte of every message says whether its
+  // sender still computes, so both partners know when to stop and their exchanges pair up.
+  // finished_at is written before done is set, and read only after done is seen.
   std::vector<std::byte> send(kExchangeBytes, std::byte{0}), recv(kExchangeBytes, std::byte{0});
   std::atomic<bool> computing{true}, done{false};
-  std::atomic<double> finished_at{0};
+  double finished_at = 0;
   bool peer_computing = true;
   const auto burst = [&](comm::Communicator& c) {
     send[0] = std::byte{computing.load() ? std::uint8_t{1} : std::uint8_t{0}};
@@ -72,7 +68,7 @@ OverlapCalibration calibrate_overlap(CommWorker& worker, LayerBench& bench, cons
     if (in_flight && done.load()) {
       worker.wait(ticket);
       burst_work += out.exchange_seconds;
-      burst_time += finished_at.load() - submitted_at;
+      burst_time += finished_at - submitted_at;
       in_flight = false;
     }
   }
