@@ -30,9 +30,9 @@ struct BenchOptions {
   int iterations = 0;       // 0: 200 below 1 MiB, 20 below 16 MiB, 5 above
   int repeats = 1;          // rounds per size; the median round is reported
   std::FILE* out = stdout;  // rank 0 prints the table as it goes; nullptr: silent
-  // The buffer to run on, at least max_bytes (from Communicator::allocate_shared, where shm is
-  // measured, so that it runs in place); empty: one of the allocator's, or where shm is measured
-  // a new shared region per call.
+  // The buffer shm runs on, at least max_bytes (from Communicator::allocate_shared, so that it
+  // runs in place); empty: a new shared region per call. The other algorithms run on private
+  // huge pages (message_buffer.h), as a trainer's buckets are.
   std::span<std::byte> buffer;
 };
 

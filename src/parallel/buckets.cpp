@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "comm/communicator.h"
+#include "tensor/allocator.h"
 #include "tensor/backend.h"
 
 namespace dtrain {
@@ -87,16 +88,24 @@ GradientBuckets::GradientBuckets(const std::vector<Variable>& params, std::vecto
   // The buffers the allreduce runs on, one per bucket and set, each from a cache line of its own.
   const std::size_t elem = dtype_size(comm_dtype);
   const auto padded = [elem](std::int64_t n) { return (static_cast<std::size_t>(n) * elem + 63) / 64 * 64; };
+  // They are carved out of one region: the communicator's shared memory for shm, else one tensor
+  // of whole huge pages, which the transport's same-host single copy pins 2 MiB at a time
+  // (tensor/allocator.h: huge_page_rounded).
+  std::size_t bytes = 0;
+  for (std::int64_t n : layout_.bucket_elements) bytes += padded(n);
+  bytes *= static_cast<std::size_t>(sets);
   std::span<std::byte> region;
+  Tensor pages;
   if (shared) {
-    std::size_t bytes = 0;
-    for (std::int64_t n : layout_.bucket_elements) bytes += padded(n);
-    region = shared(bytes * static_cast<std::size_t>(sets));
+    region = shared(bytes);
+  } else if (bytes > 0) {
+    pages = Tensor::zeros({static_cast<std::int64_t>(huge_page_rounded(bytes) / elem)}, comm_dtype);
   }
   std::size_t used = 0;
   auto reduced_buffer = [&](std::int64_t n) {
-    if (!shared) return Tensor::zeros({n}, comm_dtype);
-    Tensor t = Tensor::over_external(region.data() + used, {n}, comm_dtype);
+    Tensor t =
+        shared ? Tensor::over_external(region.data() + used, {n}, comm_dtype)
+               : pages.slice_rows(static_cast<std::int64_t>(used / elem), static_cast<std::int64_t>(used / elem) + n);
     used += padded(n);
     return t;
   };

@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 
+#include "comm/message_buffer.h"
 #include "core/timer.h"
 #include "perfmodel/calibrate_transport.h"
 
@@ -40,13 +41,19 @@ OverlapCalibration calibrate_overlap(CommWorker& worker, LayerBench& bench, cons
   // One burst at a time (calibrate_overlap.h). The first byte of every message says whether its
   // sender still computes, so both partners know when to stop and their exchanges pair up.
   // finished_at is written before done is set, and read only after done is seen.
-  std::vector<std::byte> send(kExchangeBytes, std::byte{0}), recv(kExchangeBytes, std::byte{0});
+  // Each burst sends what the one before received, as time_exchanges does.
+  std::array<comm::MessageBuffer, 2> buffers{comm::MessageBuffer(kExchangeBytes), comm::MessageBuffer(kExchangeBytes)};
+  std::size_t sent_from = 0;
   std::atomic<bool> computing{true}, done{false};
   double finished_at = 0;
-  bool peer_computing = true;
+  bool peer_computing = true, self_computing = true;
   const auto burst = [&](comm::Communicator& c) {
-    send[0] = std::byte{computing.load() ? std::uint8_t{1} : std::uint8_t{0}};
-    exchange_bytes(c, peer, send.data(), recv.data(), kExchangeBytes);
+    std::byte* send = buffers[sent_from].data();
+    std::byte* recv = buffers[1 - sent_from].data();
+    sent_from = 1 - sent_from;
+    self_computing = computing.load();
+    send[0] = std::byte{self_computing ? std::uint8_t{1} : std::uint8_t{0}};
+    exchange_bytes(c, peer, send, recv, kExchangeBytes);
     peer_computing = recv[0] != std::byte{0};
     finished_at = now_seconds();
     done = true;
@@ -79,7 +86,7 @@ OverlapCalibration calibrate_overlap(CommWorker& worker, LayerBench& bench, cons
     worker.wait(ticket);
   }
   // Until an exchange in which neither partner computes any more.
-  while (active && (peer_computing || send[0] != std::byte{0})) worker.run(burst);
+  while (active && (peer_computing || self_computing)) worker.run(burst);
 
   const double compute_share = work / (compute_end - compute_start);
   const double comm_share = burst_time > 0 ? burst_work / burst_time : 1.0;

@@ -13,6 +13,7 @@
 
 #include "comm/algorithms/collective.h"
 #include "comm/hosts.h"
+#include "comm/message_buffer.h"
 #include "comm/reduce.h"
 #include "core/error.h"
 #include "core/timer.h"
@@ -118,9 +119,9 @@ class Pairs {
     std::vector<double> diff;
     for (int r = 0; r < rounds; ++r) {
       c_.barrier();
-      const double t_small = active() ? once(small, exchange, 1) : 0;
+      const double t_small = active() ? after_one(small, exchange) : 0;
       c_.barrier();
-      const double t_big = active() ? once(big, exchange, 1) : 0;
+      const double t_big = active() ? after_one(big, exchange) : 0;
       diff.push_back(t_big - t_small);
     }
     return mean_over_active(c_, median(diff), active());
@@ -128,31 +129,43 @@ class Pairs {
 
  private:
   void ensure(std::size_t bytes) {
-    if (send_.size() < bytes) {
-      send_.assign(bytes, std::byte{1});
-      recv_.assign(bytes, std::byte{0});
-    }
+    for (comm::MessageBuffer& b : buffer_) b.grow(bytes);
   }
 
-  // `count` ping-pongs (exchange false) or simultaneous exchanges (true) of `bytes` bytes.
+  // One untimed operation of `bytes`, then the seconds of a second one, which sends what the
+  // first received (see once).
+  double after_one(std::size_t bytes, bool exchange) {
+    once(bytes, exchange, 1);
+    return once(bytes, exchange, 1);
+  }
+
+  // `count` ping-pongs (exchange false) or simultaneous exchanges (true) of `bytes` bytes. Each
+  // sends the buffer the one before received into, as a collective sends what it has just
+  // written (gradients from backward, chunks it reduced or received): a peer pulls such bytes
+  // out of this core's cache, not from memory, which costs more where the cores share no cache
+  // (this VM in its slow state: a 512 KiB exchange of MPI_Sendrecv 35 us from a buffer written
+  // long ago, 63 us from the one the last exchange received into).
   double once(std::size_t bytes, bool exchange, int count) {
     const int me = c_.rank(), peer = partner_[static_cast<std::size_t>(me)];
     const auto deadline = comm::Deadline::after(c_.options().timeout_seconds);
     const char* what = exchange ? "calibration exchange" : "calibration ping-pong";
     Stopwatch sw;
     for (int i = 0; i < count; ++i) {
+      std::byte* out = buffer_[sent_from_].data();
+      std::byte* in = buffer_[1 - sent_from_].data();
       if (exchange || peer == me) {
-        exchange_bytes(c_, peer, send_.data(), recv_.data(), bytes);
+        exchange_bytes(c_, peer, out, in, bytes);
         if (!exchange) {  // a ping-pong with itself: the answer goes back the same way
-          exchange_bytes(c_, peer, recv_.data(), send_.data(), bytes);
+          exchange_bytes(c_, peer, in, out, bytes);
         }
       } else if (me < peer) {
-        t_.send(send_.data(), bytes, peer, kTag, deadline, what);
-        t_.recv(recv_.data(), bytes, peer, kTag, deadline, what);
+        t_.send(out, bytes, peer, kTag, deadline, what);
+        t_.recv(in, bytes, peer, kTag, deadline, what);
       } else {
-        t_.recv(recv_.data(), bytes, peer, kTag, deadline, what);
-        t_.send(send_.data(), bytes, peer, kTag, deadline, what);
+        t_.recv(in, bytes, peer, kTag, deadline, what);
+        t_.send(out, bytes, peer, kTag, deadline, what);
       }
+      sent_from_ = 1 - sent_from_;
     }
     return sw.seconds();
   }
@@ -160,7 +173,8 @@ class Pairs {
   comm::Communicator& c_;
   comm::Transport& t_;
   std::vector<int> partner_;
-  std::vector<std::byte> send_, recv_;
+  std::array<comm::MessageBuffer, 2> buffer_;  // huge pages, as the trainer's buckets
+  std::size_t sent_from_ = 0;                  // the buffer the next operation sends
 };
 
 // Seconds of one exchange of 64 KiB x 4^k up to `largest` bytes above a 64-byte one. Rounds as
@@ -295,12 +309,12 @@ LadderCalls time_ladder(comm::Communicator& c, Call&& call, LadderPace pace, dou
 // 1.05-1.9x the rate's time from call to call, and a step pays the mean.
 std::vector<std::pair<std::size_t, double>> time_mpi_allreduce(comm::Communicator& c, double min_seconds) {
   if (c.size() < 2 || !c.transport().has_native_allreduce()) return {};
-  std::vector<float> buffer;
+  comm::MessageBuffer buffer;  // huge pages, as the trainer's buckets
   auto call = [&](std::size_t bytes) {
-    if (buffer.size() < bytes / sizeof(float)) buffer.assign(bytes / sizeof(float), 0.0f);  // zeros: never subnormal
+    std::byte* data = buffer.grow(bytes);  // zeros: never subnormal
     c.barrier();
     const Stopwatch sw;
-    c.allreduce(buffer.data(), bytes / sizeof(float), DType::kF32, comm::Algorithm::kMpi);
+    c.allreduce(data, bytes / sizeof(float), DType::kF32, comm::Algorithm::kMpi);
     return sw.seconds();
   };
   const LadderCalls ladder = time_ladder(c, call, {kMpiSeconds, kMpiMinRounds, kMpiMaxRounds}, min_seconds);

@@ -14,7 +14,10 @@
 //                received through the window of two chunks the reductions use and half freely,
 //                as every allreduce receives them (exchange_bytes); the median over paired rounds
 //                of T(n) - T(n/2); two large sizes, so that a link's burst allowance (tc tbf's
-//                bucket) cancels out of the slope;
+//                bucket) cancels out of the slope. Every exchange sends the bytes the exchange
+//                before it received (a timed one follows an untimed one of its size), as a
+//                collective sends bytes it has just written: pulled from another core's cache
+//                they cost more than bytes that sit in memory;
 //   ladder       on one host: the time of one simultaneous exchange above a 64-byte one (the
 //                median over paired rounds, as the slope) at 64 KiB x 4^k up to the slope's
 //                largest size, since copies that stay in the caches cost less per byte than the

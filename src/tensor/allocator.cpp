@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -14,22 +16,31 @@ namespace dtrain {
 namespace {
 
 constexpr std::size_t kAlignment = 64;
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
+constexpr std::size_t kHugePage = kHugePageBytes;
+constexpr std::size_t kHugeFrom = kHugePageBytes / 2;
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
-// Size actually reserved for a request: 64-byte granules below 2 MiB, whole huge pages above.
+// Size actually reserved for a request: 64-byte granules below kHugeFrom, whole huge pages from
+// there on (allocator.h).
 std::size_t block_size(std::size_t bytes) {
   if (bytes == 0) bytes = kAlignment;
-  return bytes >= kHugePage ? round_up(bytes, kHugePage) : round_up(bytes, kAlignment);
+  return bytes >= kHugeFrom ? round_up(bytes, kHugePage) : round_up(bytes, kAlignment);
 }
 
 void* system_allocate(std::size_t size) {
   if (size >= kHugePage) {
-    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    // A huge page backs only a 2 MiB-aligned range: map a huge page more and trim the ends (kernels
+    // before 6.7 align anonymous mappings to 4 KiB only).
+    void* p = mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
-    madvise(p, size, MADV_HUGEPAGE);
-    return p;
+    auto* base = static_cast<std::byte*>(p);
+    std::byte* aligned = base + (kHugePage - reinterpret_cast<std::uintptr_t>(base) % kHugePage) % kHugePage;
+    const auto head = static_cast<std::size_t>(aligned - base);
+    if (head > 0) munmap(base, head);
+    munmap(aligned + size, kHugePage - head);
+    madvise(aligned, size, MADV_HUGEPAGE);
+    return aligned;
   }
   void* p = std::aligned_alloc(kAlignment, size);
   if (p == nullptr) throw std::bad_alloc();

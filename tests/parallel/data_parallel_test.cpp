@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <mutex>
 
 #include "autograd/ops.h"
@@ -17,6 +18,7 @@
 #include "nn/linear.h"
 #include "nn/models/models.h"
 #include "nn/sequential.h"
+#include "tensor/allocator.h"
 
 namespace dtrain {
 namespace {
@@ -205,6 +207,26 @@ TEST(Buckets, ReleasedInOrderOnlyWhenComplete) {
   EXPECT_EQ(b.complete(0), (std::vector<std::size_t>{2}));
   EXPECT_EQ(b.gradient(0, 0).to_vector(), std::vector<float>(4, 0.0f));
   EXPECT_EQ(b.gradient(2, 0).to_vector(), std::vector<float>(4, 2.0f));
+}
+
+TEST(Buckets, BuffersOfEverySetLieInOneRegionOfHugePages) {
+  // Peers copy out of and into these buffers (tensor/allocator.h: huge_page_rounded): one region
+  // of whole 2 MiB pages, starting on one, each buffer on cache lines of its own.
+  std::vector<Variable> ps;
+  ps.reserve(6);
+  for (int i = 0; i < 6; ++i) ps.emplace_back(Tensor::zeros({4}), true);
+  GradientBuckets b(ps, {"a", "b", "c", "d", "e", "f"}, 32, DType::kF32, 2);  // buckets: (f, e), (d, c), (b, a)
+  std::vector<std::uintptr_t> at;
+  for (int set = 0; set < 2; ++set) {
+    b.begin(set);
+    for (std::size_t first : {5u, 3u, 1u})
+      at.push_back(reinterpret_cast<std::uintptr_t>(b.gradient(first, set).raw_data()));
+  }
+  EXPECT_EQ(at[0] % kHugePageBytes, 0u) << "the first bucket starts the region";
+  for (std::size_t i = 1; i < at.size(); ++i) {
+    EXPECT_EQ(at[i] - at[i - 1], 64u) << "buckets follow one another, a cache line each";
+  }
+  for (std::size_t p = 0; p < 6; ++p) EXPECT_EQ(b.gradient(p, 1).to_vector(), std::vector<float>(4, 0.0f));
 }
 
 TEST(Buckets, OneParameterBucketAdoptsAnUnsharedGradientAndScalesItAfterTheSum) {

@@ -3,23 +3,8 @@
 #include <algorithm>
 
 #include "comm/reduce.h"
-#include "tensor/allocator.h"
 
 namespace dtrain::comm::detail {
-
-Scratch::~Scratch() {
-  if (data_ != nullptr) cpu_allocator().deallocate(data_, bytes_);
-}
-
-std::byte* Scratch::get(std::size_t bytes) {
-  if (bytes > bytes_) {
-    if (data_ != nullptr) cpu_allocator().deallocate(data_, bytes_);
-    data_ = nullptr;
-    data_ = static_cast<std::byte*>(cpu_allocator().allocate(bytes));
-    bytes_ = bytes;
-  }
-  return data_;
-}
 
 void Collective::post_send(std::vector<Request>& out, const void* data, std::size_t count, std::size_t elem, int peer) {
   const auto* p = static_cast<const std::byte*>(data);

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "comm/message_buffer.h"
 #include "comm/transport.h"
 #include "tensor/dtype.h"
 
@@ -17,20 +18,15 @@ namespace dtrain::comm::detail {
 
 // Memory kept across calls: grows to the largest request and is never given back until the
 // communicator dies, so steady-state collectives touch no fresh pages (about 11 us per 4 KiB
-// page on the project's machines) and allocate nothing.
+// page on the project's machines) and allocate nothing; in huge pages, as peers copy into and out
+// of it (message_buffer.h).
 class Scratch {
  public:
-  Scratch() = default;
-  ~Scratch();
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
   // At least `bytes` bytes, 64-byte aligned, contents unspecified.
-  std::byte* get(std::size_t bytes);
-  std::size_t capacity() const { return bytes_; }
+  std::byte* get(std::size_t bytes) { return buffer_.grow(bytes); }
 
  private:
-  std::byte* data_ = nullptr;
-  std::size_t bytes_ = 0;
+  MessageBuffer buffer_;
 };
 
 // The partition every algorithm uses: `count` elements into `parts` contiguous blocks, the first

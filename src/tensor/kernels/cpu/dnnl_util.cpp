@@ -11,7 +11,7 @@ namespace {
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
-// A growing buffer from the caching allocator (huge pages above 2 MiB), returned at thread exit.
+// A growing buffer from the caching allocator (huge pages from 1 MiB), returned at thread exit.
 struct Scratchpad {
   void* ptr = nullptr;
   std::size_t bytes = 0;
