@@ -34,6 +34,12 @@ constexpr double kBatchSeconds = 0.005;
 constexpr int kMinBatches = 5;
 constexpr int kBurstRounds = 5;
 constexpr std::size_t kReduceBytes = std::size_t{4} << 20;
+// Where ranks share a host, gamma is timed after an exchange of one chunk of the same host's
+// collectives (1 MiB), in rounds: on the 2-core VM in its slow state adding 512 KiB took 67 us
+// into bytes the peer had just read and 7 us into private ones (as fast as 1.3x apart in the
+// fast state).
+constexpr std::size_t kInSituReduceBytes = std::size_t{1} << 20;
+constexpr int kInSituReduceRounds = 21;
 // MPI_Allreduce's ladder: 4 KiB x 2^k (a step's small buckets sit below 64 KiB; the library
 // switches algorithm and protocol by size, over TCP at 100 Mbit/s from the line rate at 1.3 MiB
 // to 1.4-1.9x its time at 2 MiB, a break a factor-4 ladder steps over).
@@ -108,6 +114,27 @@ class Pairs {
       saved.push_back(t_busy - t_idle);
     }
     return mean_over_active(c_, median(saved), active());
+  }
+
+  // Seconds of comm::reduce_sum adding `bytes` of f32 into the buffer an exchange of that size
+  // has just sent, from the one it received into: the median over `rounds` (the mean over the
+  // active ranks). A collective reduces into bytes its peer has just read (the ring's block, the
+  // tree's partial sums), so each line it writes is first taken back from the peer's cache.
+  double reduce_after_exchange(std::size_t bytes, int rounds) {
+    ensure(bytes);
+    std::vector<double> t;
+    for (int r = 0; r < rounds; ++r) {
+      c_.barrier();
+      if (!active()) continue;
+      once(bytes, true, 1);
+      // once() flipped sent_from_: the buffer it sent is the other one now.
+      auto* sent = reinterpret_cast<float*>(buffer_[1 - sent_from_].data());
+      const auto* received = reinterpret_cast<const float*>(buffer_[sent_from_].data());
+      const Stopwatch sw;
+      comm::reduce_sum(sent, received, bytes / sizeof(float), DType::kF32);
+      t.push_back(sw.seconds());
+    }
+    return mean_over_active(c_, active() ? median(t) : 0, active());
   }
 
   // Seconds that `big` bytes take over `small` ones: the median over `rounds` rounds of the
@@ -468,7 +495,19 @@ TransportCalibration calibrate_transport(comm::Communicator& c, double min_secon
   }
 
   c.barrier();
-  out.reduce = 1.0 / mean_over_active(c, 1.0 / reduce_rate(min_seconds), true);
+  if (pairs > 0) {
+    std::fill(partner.begin(), partner.end(), -1);
+    for (const std::vector<int>& m : members) {
+      for (std::size_t i = 0; i + 1 < m.size(); i += 2) {
+        partner[static_cast<std::size_t>(m[i])] = m[i + 1];
+        partner[static_cast<std::size_t>(m[i + 1])] = m[i];
+      }
+    }
+    out.reduce = static_cast<double>(kInSituReduceBytes) /
+                 Pairs(c, partner).reduce_after_exchange(kInSituReduceBytes, kInSituReduceRounds);
+  } else {
+    out.reduce = 1.0 / mean_over_active(c, 1.0 / reduce_rate(min_seconds), true);
+  }
   out.mpi_allreduce = time_mpi_allreduce(c, min_seconds);
   drop_stalled_sizes(out.mpi_allreduce);
   // Where the ranks span hosts the model never runs shm (allreduce_time.h), even if they share

@@ -30,7 +30,11 @@
 //   one way      the slope of ping-pongs of the same two sizes (half a round trip each), for the
 //                collectives that move data one direction at a time (a broadcast; every allreduce,
 //                tree and one-to-all included, pipelines both directions and pays beta);
-//   gamma        comm::reduce_sum adding 4 MiB of f32 into 4 MiB (1 / bytes per second);
+//   gamma        where ranks share a host, comm::reduce_sum adding 1 MiB of f32 into the buffer
+//                a same-host exchange has just sent, from the one it received into, all pairs at
+//                once (the median of 21 rounds): a collective adds into bytes its peer has just
+//                read, which this core must take back first; with no two ranks on a host, adding
+//                4 MiB of f32 into 4 MiB of private memory (1 / bytes per second);
 //   MPI          the MPI library's own allreduce (dtrain's `mpi`) of f32 over all the ranks, at
 //                4 KiB x 2^k up to the first size one call of which takes 0.5 s (at most
 //                64 MiB): a warm-up pass, then 3 to 20 rounds of every size in ascending order
