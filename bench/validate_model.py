@@ -270,14 +270,14 @@ def main():
                         bl.wait_quiet(a.quiet)
                         t1 = time.time()
                         key = label(lay, r)
-                        profile = profiles[r["model"]][0][0]
+                        profile, calibrated = profiles[r["model"]][0]
                         if per_state:
                             now = core_state_now(a)
-                            fits = [pth for pth, rt in profiles[r["model"]] if same_state(rt, [now])]
+                            fits = [q for q in profiles[r["model"]] if same_state(q[1], [now])]
                             if not fits:
                                 calibrate_now(group_of[r["model"]], f", the cores' state is now {round(now * 1e9)} ns")
-                                fits = [profiles[r["model"]][-1][0]]
-                            profile = fits[-1]
+                                fits = [profiles[r["model"]][-1]]
+                            profile, calibrated = fits[-1]
                         try:
                             p = predict(a, profile, lay, r)
                             m, core = measure(a, lay, r, p)
@@ -285,7 +285,6 @@ def main():
                             failed.append(key)
                             print(f"{key:<54} FAILED: {str(e.code).strip()[-400:]}", flush=True)
                             continue
-                        calibrated = core_round_trip(profile)
                         # Same-host layouts only: across the emulated hosts the link's rate, not the
                         # cores, bounds the transfers.
                         same = lay.ranks == 1 or lay.rate is not None or same_state(calibrated, core)

@@ -486,23 +486,16 @@ TransportCalibration calibrate_transport(comm::Communicator& c, double min_secon
   out.same_host = measure_link(c, partner, min_seconds, how, pairs > 0, false);
 
   if (members.size() > 1) {
-    std::fill(partner.begin(), partner.end(), -1);
+    std::vector<int> link(static_cast<std::size_t>(p), -1);
     const int a = members[0][0], b = members[1][0];
-    partner[static_cast<std::size_t>(a)] = b;
-    partner[static_cast<std::size_t>(b)] = a;
-    out.across_hosts = measure_link(c, partner, min_seconds,
+    link[static_cast<std::size_t>(a)] = b;
+    link[static_cast<std::size_t>(b)] = a;
+    out.across_hosts = measure_link(c, link, min_seconds,
                                     fmt::format("ranks {} and {} (one pair, the link alone)", a, b), false, true);
   }
 
   c.barrier();
-  if (pairs > 0) {
-    std::fill(partner.begin(), partner.end(), -1);
-    for (const std::vector<int>& m : members) {
-      for (std::size_t i = 0; i + 1 < m.size(); i += 2) {
-        partner[static_cast<std::size_t>(m[i])] = m[i + 1];
-        partner[static_cast<std::size_t>(m[i + 1])] = m[i];
-      }
-    }
+  if (pairs > 0) {  // the same-host pairs again
     out.reduce = static_cast<double>(kInSituReduceBytes) /
                  Pairs(c, partner).reduce_after_exchange(kInSituReduceBytes, kInSituReduceRounds);
   } else {
