@@ -329,6 +329,14 @@ LayerBench::LayerBench(const ComputeCalibrationOptions& o) : batch_(o.batch) {
 
 LayerBench::~LayerBench() = default;
 
+std::size_t largest_gradient_bytes(const std::vector<std::string>& models) {
+  Rng rng(1);
+  std::int64_t largest = 0;
+  for (const std::string& name : models)
+    largest = std::max(largest, make_model(name, natural_input(name), rng)->num_parameters());
+  return static_cast<std::size_t>(largest) * sizeof(float);
+}
+
 // The input in the layout the model feeds (channel-blocked from the first layer with a multiple
 // of 16 channels on: docs/design.md), and the gradient seed in the output's layout.
 std::unique_ptr<LayerBench::Prepared> LayerBench::prepare(const LayerSummary& l, LayerCall call, Rng& rng) const {

@@ -147,6 +147,10 @@ class LayerBench {
   std::size_t largest_bytes_ = 0;
 };
 
+// The gradient bytes (f32) of the largest of `models`, built at their natural input: the largest
+// allreduce a data-parallel run of one of them sends (one bucket holding every gradient).
+std::size_t largest_gradient_bytes(const std::vector<std::string>& models);
+
 // Memory rates, then every layer of the bench (timings[i] is layer i), the compute steps, the
 // update and the disk.
 DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOptions& options);

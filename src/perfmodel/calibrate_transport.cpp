@@ -44,8 +44,12 @@ constexpr int kInSituReduceRounds = 21;
 // switches algorithm and protocol by size, over TCP at 100 Mbit/s from the line rate at 1.3 MiB
 // to 1.4-1.9x its time at 2 MiB, a break a factor-4 ladder steps over).
 constexpr std::size_t kMpiFirstBytes = std::size_t{4} << 10, kMpiMaxBytes = std::size_t{64} << 20;
-// The ladder stops after the first size this slow: far enough to see where a slow link's
-// throughput changes (a 1 Gbit/s link: 4 MiB at the line rate, 16 MiB at two thirds of it).
+// The ladder stops after the first size this slow, and not before it holds the largest message
+// the runs predicted send (the chosen models' gradients; calibrate_transport's largest_message):
+// far enough to see where a slow link's throughput changes (a 1 Gbit/s link: 4 MiB at the line
+// rate, 16 MiB at two thirds of it), and no size priced along a line drawn past the ladder's end,
+// where the library's throughput keeps falling (over 100 Mbit/s 1 MiB ran at 10.5 MB/s, 8 MiB at
+// 8.9, and lenet's 12.8 MB bucket, priced from the line through 4 and 8 MiB, at 7.1).
 constexpr double kMpiSeconds = 0.5;
 constexpr int kMpiMinRounds = 5, kMpiMaxRounds = 20;
 // A call slower than this many times its size's median is a stall, left out of the mean: over the
@@ -298,12 +302,13 @@ double reduce_rate(double min_seconds) {
 
 // A ladder of allreduce sizes from kMpiFirstBytes doubling to kMpiMaxBytes: a first pass, each
 // size once in ascending order, warms every size up and finds where the ladder stops (the first
-// size whose call takes `stop_seconds`); then rounds of every size in ascending order, as many as
-// fit in min_seconds within [min_rounds, max_rounds]. Every rank runs the same calls (the round
-// count is agreed through the mean of the warm-up times). `call(bytes)` times one call.
+// size whose call takes `stop_seconds` and that reaches `reach`); then rounds of every size in ascending order, as many
+// as fit in min_seconds within [min_rounds, max_rounds]. Every rank runs the same calls (the round count is agreed
+// through the mean of the warm-up times). `call(bytes)` times one call.
 struct LadderPace {
-  double stop_seconds;
-  int min_rounds, max_rounds;
+  double stop_seconds = 0;
+  int min_rounds = 0, max_rounds = 0;
+  std::size_t reach = 0;  // the ladder goes on until a size at least this large (at most the top)
 };
 struct LadderCalls {
   std::vector<std::size_t> sizes;
@@ -317,7 +322,7 @@ LadderCalls time_ladder(comm::Communicator& c, Call&& call, LadderPace pace, dou
     const double warm = mean_over_active(c, call(bytes), true);
     out.sizes.push_back(bytes);
     round_seconds += warm;
-    if (warm >= pace.stop_seconds) break;
+    if (warm >= pace.stop_seconds && bytes >= pace.reach) break;
   }
   const int rounds =
       std::clamp(static_cast<int>(min_seconds / std::max(round_seconds, 1e-6)), pace.min_rounds, pace.max_rounds);
@@ -334,7 +339,8 @@ LadderCalls time_ladder(comm::Communicator& c, Call&& call, LadderPace pace, dou
 // after calls of 1 MiB and 110-130 ms after calls of other sizes). The mean of the
 // calls, not their median: past its line rate a shaped link's MPI_Allreduce of one size takes
 // 1.05-1.9x the rate's time from call to call, and a step pays the mean.
-std::vector<std::pair<std::size_t, double>> time_mpi_allreduce(comm::Communicator& c, double min_seconds) {
+std::vector<std::pair<std::size_t, double>> time_mpi_allreduce(comm::Communicator& c, double min_seconds,
+                                                               std::size_t reach) {
   if (c.size() < 2 || !c.transport().has_native_allreduce()) return {};
   comm::MessageBuffer buffer;  // huge pages, as the trainer's buckets
   auto call = [&](std::size_t bytes) {
@@ -344,7 +350,7 @@ std::vector<std::pair<std::size_t, double>> time_mpi_allreduce(comm::Communicato
     c.allreduce(data, bytes / sizeof(float), DType::kF32, comm::Algorithm::kMpi);
     return sw.seconds();
   };
-  const LadderCalls ladder = time_ladder(c, call, {kMpiSeconds, kMpiMinRounds, kMpiMaxRounds}, min_seconds);
+  const LadderCalls ladder = time_ladder(c, call, {kMpiSeconds, kMpiMinRounds, kMpiMaxRounds, reach}, min_seconds);
   std::vector<std::pair<std::size_t, double>> out;
   for (std::size_t i = 0; i < ladder.sizes.size(); ++i)
     out.emplace_back(ladder.sizes[i], mean_over_active(c, mean_without_stalls(ladder.calls[i], kMpiStall), true));
@@ -457,7 +463,7 @@ void drop_stalled_sizes(std::vector<std::pair<std::size_t, double>>& ladder) {
   for (std::size_t i = ladder.size(); i-- > 1;) ladder[i - 1].second = std::min(ladder[i - 1].second, ladder[i].second);
 }
 
-TransportCalibration calibrate_transport(comm::Communicator& c, double min_seconds) {
+TransportCalibration calibrate_transport(comm::Communicator& c, double min_seconds, std::size_t largest_message) {
   const int p = c.size();
   TransportCalibration out;
   // Hosts: every rank's key, gathered.
@@ -501,7 +507,7 @@ TransportCalibration calibrate_transport(comm::Communicator& c, double min_secon
   } else {
     out.reduce = 1.0 / mean_over_active(c, 1.0 / reduce_rate(min_seconds), true);
   }
-  out.mpi_allreduce = time_mpi_allreduce(c, min_seconds);
+  out.mpi_allreduce = time_mpi_allreduce(c, min_seconds, largest_message);
   drop_stalled_sizes(out.mpi_allreduce);
   // Where the ranks span hosts the model never runs shm (allreduce_time.h), even if they share
   // memory (two network namespaces of one machine emulating two hosts).

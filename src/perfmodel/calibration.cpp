@@ -109,7 +109,9 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
     o.device.agree = [worker](std::size_t& count) {
       worker->run([&count](comm::Communicator& comm) { comm.broadcast(&count, sizeof count, 0); });
     };
-    worker->run([&](comm::Communicator& comm) { c.transport = calibrate_transport(comm, o.min_seconds); });
+    const std::size_t largest_message = largest_gradient_bytes(o.device.models);
+    worker->run(
+        [&](comm::Communicator& comm) { c.transport = calibrate_transport(comm, o.min_seconds, largest_message); });
   } else {
     c.transport.host_of = {0};
     c.transport.host_names = {comm::host_name_of(comm::host_key())};

@@ -153,6 +153,8 @@ def two_hosts(dtrain, hosts):
         # one size's calls vary up to 1.9x).
         largest = p["mpi_allreduce"]["points"][-1]
         assert largest["seconds"] >= 0.9 * largest["bytes"] / 2 / rate, p["mpi_allreduce"]
+        # ... and not before it held mlp's gradients, the largest bucket a run of mlp sends.
+        assert largest["bytes"] >= 669706 * 4, p["mpi_allreduce"]
         assert largest["seconds"] >= 0.25 or largest["bytes"] == 64 << 20, p["mpi_allreduce"]
 
 

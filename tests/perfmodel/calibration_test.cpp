@@ -13,6 +13,7 @@
 
 #include "comm/local_transport.h"
 #include "core/error.h"
+#include "nn/models/models.h"
 #include "perfmodel/allreduce_time.h"
 #include "perfmodel/calibrate_compute.h"
 #include "perfmodel/layer_trace.h"
@@ -317,6 +318,18 @@ TEST(Calibrate, LayerBenchRunsEveryDistinctShapeOnce) {
   }
   for (std::size_t i = 0; i < bench.layers().size(); ++i) bench.run(i);
   EXPECT_GT(bench.largest_tensor_bytes(), 0u);
+}
+
+TEST(Calibrate, LargestMessageIsTheLargestChosenModelsGradients) {
+  // The MPI ladder reaches it (calibrate_transport.h): every gradient of the model in one bucket.
+  Rng rng(7);
+  const auto bytes_of = [&](const std::string& name) {
+    const ModelInput in = name == "resnet20" ? ModelInput{3, 32, 32, 10} : ModelInput{1, 28, 28, 10};
+    return static_cast<std::size_t>(make_model(name, in, rng)->num_parameters()) * sizeof(float);
+  };
+  EXPECT_EQ(largest_gradient_bytes({"mlp"}), bytes_of("mlp"));
+  EXPECT_EQ(largest_gradient_bytes({"mlp", "lenet", "resnet20"}), bytes_of("lenet"));  // lenet: 13 MB
+  EXPECT_GT(bytes_of("lenet"), std::size_t{8} << 20);
 }
 
 }  // namespace
