@@ -37,10 +37,12 @@
 //                4 MiB of f32 into 4 MiB of private memory (1 / bytes per second);
 //   MPI          the MPI library's own allreduce (dtrain's `mpi`) of f32 over all the ranks, at
 //                4 KiB x 2^k up to the first size one call of which takes 0.5 s and that
-//                holds the largest message of the runs predicted (at most 64 MiB): a warm-up pass, then 3 to 20 rounds
-//                of every size in ascending order (a step's buckets come in mixed sizes), each call after a barrier,
-//                the mean of a size's calls. The library picks its algorithm and protocol by size, so the model
-//                interpolates these times rather than pricing an algorithm it cannot see (allreduce_time.h);
+//                holds the largest message of the runs predicted (at most 64 MiB): a warm-up
+//                pass, then 3 to 20 rounds of every size in ascending order (a step's buckets
+//                come in mixed sizes), each call after a barrier, the mean of a size's calls.
+//                The library picks its algorithm and protocol by size, so the model
+//                interpolates these times rather than pricing an algorithm it cannot see
+//                (allreduce_time.h);
 //   shm          where the ranks share memory and are all on one host: dtrain's `shm` allreduce
 //                of f32 over all the ranks on one buffer from allocate_shared (in place, as on
 //                the trainer's buckets), at the same sizes up to the first one call of which
@@ -96,7 +98,7 @@ struct TransportCalibration {
 // A collective: every rank of `comm` calls it; the result is the same on every rank.
 // `largest_message`: the bytes of the largest allreduce the runs predicted send (the chosen
 // models' gradients), which the MPI ladder reaches (0: no such floor).
-TransportCalibration calibrate_transport(comm::Communicator& comm, double min_seconds, std::size_t largest_message = 0);
+TransportCalibration calibrate_transport(comm::Communicator& comm, double min_seconds, std::size_t largest_message);
 
 // One simultaneous exchange of `bytes` with `peer` (itself: a message to itself), in the
 // collectives' chunks, the first half received through their reduction window, on the
