@@ -59,6 +59,8 @@ def main():
     ap.add_argument("--chunk-kb", default="256", help="dtrain's pipeline chunk(s), KiB (a list: each is a column)")
     ap.add_argument("--no-gloo", action="store_true")
     a = ap.parse_args()
+    if not a.no_gloo:
+        bl.require_torch("--no-gloo")
     waited = 0.0
     bl.header(f"allreduce busbw (GB/s), np={a.np}, dtype={a.dtype}, medians of {a.reps} interleaved runs "
               f"(each dtrain run itself the median of {a.inner_repeats} interleaved rounds)")

@@ -24,6 +24,21 @@ def add_common_args(parser):
     parser.add_argument("--quiet-max", type=float, default=120, help="longest wait for a quiet moment, seconds")
 
 
+# The peers' interpreter (shared/peers/torch_tuned.sh runs it): Debian's python3 with its
+# python3-torch, not a python3 earlier on PATH.
+PEER_PYTHON = "/usr/bin/python3"
+TORCH_PACKAGES = "python3-torch libopenblas0-openmp"
+
+
+def require_torch(skip_flag=None):
+    """Exits with how to install PyTorch (or skip the peer) where the peers' interpreter lacks it."""
+    p = subprocess.run([PEER_PYTHON, "-c", "import torch"], capture_output=True, text=True)
+    if p.returncode != 0:
+        skip = f", or pass {skip_flag} to measure dtrain alone" if skip_flag else ""
+        sys.exit(f"PyTorch, which the peers run on, is not importable by {PEER_PYTHON}: install Debian 12's "
+                 f"build (apt-get install -y --no-install-recommends {TORCH_PACKAGES}){skip}")
+
+
 def run(cmd, env=None, timeout=900):
     """Runs cmd, returns its stdout; exits with its output on failure."""
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)

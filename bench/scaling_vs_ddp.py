@@ -62,6 +62,8 @@ def main():
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--pair", action="store_true", help="also time two independent np=1 runs side by side")
     a = ap.parse_args()
+    if not a.no_torch:
+        bl.require_torch("--no-torch")
     extra = shlex.split(a.dtrain_args)
     waited = 0.0
     bl.header(f"scaling efficiency np=2 over np=1, batch {a.batch} per process, 1 thread each, "

@@ -13,6 +13,8 @@ Targets (issue 3): ratio >= 1.0 on every row, >= 1.3 on resnet20, dtrain RSS <= 
 """
 import argparse, os, re, statistics, subprocess, sys
 
+import benchlib as bl
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 # Steps per run: about 5-10 s each on the development machine at 1 thread.
@@ -39,6 +41,7 @@ def main():
     ap.add_argument("--dtrain", default=os.path.join(ROOT, "build/release/bin/dtrain"))
     ap.add_argument("--peers", default=os.path.join(os.path.dirname(ROOT), "shared/peers"))
     a = ap.parse_args()
+    bl.require_torch()
     base_env = dict(os.environ, FMNIST_DIR="/usr/share/datasets/fashion-mnist")
     print(f"{'model':9} {'batch':>5} {'thr':>3} {'dtrain/s':>9} {'torch/s':>9} {'ratio':>6} "
           f"{'GFLOP/s':>8} {'%peak':>6} {'dtrainMB':>8} {'torchMB':>8} {'rss':>5}  faults/step")
