@@ -56,6 +56,15 @@ void Communicator::run(int kind, Algorithm algorithm, Body&& body) {
 }
 
 void Communicator::allreduce(void* data, std::size_t count, DType dtype, Algorithm algorithm) {
+  allreduce_then_scale(data, count, dtype, algorithm, nullptr);
+}
+
+bool Communicator::allreduce_scaled(float* data, std::size_t count, float scale, Algorithm algorithm) {
+  return allreduce_then_scale(data, count, DType::kF32, algorithm, &scale);
+}
+
+bool Communicator::allreduce_then_scale(void* data, std::size_t count, DType dtype, Algorithm algorithm,
+                                        const float* scale) {
   check_reducible(dtype, "allreduce");
   if (algorithm == Algorithm::kMpi && !transport_->has_native_allreduce()) {
     transport_->native_allreduce(data, count, dtype);  // throws the InputError explaining why
@@ -65,6 +74,7 @@ void Communicator::allreduce(void* data, std::size_t count, DType dtype, Algorit
   *fmt::format_to_n(what_.data(), what_.size() - 1, "allreduce({}) of {} {}", algorithm_name(a), count,
                     dtype_name(dtype))
        .out = '\0';
+  bool finite = true;
   run(kAllreduce, a, [&](detail::Collective& c) {
     switch (a) {
       case Algorithm::kRing:
@@ -89,12 +99,14 @@ void Communicator::allreduce(void* data, std::size_t count, DType dtype, Algorit
                           "cannot (transport '{}'); pick ring|tree|butterfly|onetoall|mpi|auto",
                           size(), transport_->name()));
         }
-        shared_->allreduce(c, data, count, dtype);
-        break;
+        finite = shared_->allreduce(c, data, count, dtype, scale);
+        return;  // scaled and checked inside
       case Algorithm::kAuto:
         throw InternalError("auto resolved above");
     }
+    if (scale != nullptr) finite = scale_all_finite(static_cast<float*>(data), count, *scale);
   });
+  return finite;
 }
 
 void Communicator::allreduce(const Tensor& tensor, Algorithm algorithm) {

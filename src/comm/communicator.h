@@ -73,6 +73,11 @@ class Communicator {
   void allreduce(void* data, std::size_t count, DType dtype, Algorithm algorithm = Algorithm::kAuto);
   // The same on a contiguous CPU tensor.
   void allreduce(const Tensor& tensor, Algorithm algorithm = Algorithm::kAuto);
+  // Sums `count` f32 over all ranks, multiplies the sum by `scale` and returns whether every
+  // element of the result is finite (the same on every rank): a data-parallel step's mean
+  // gradient and its NaN check. kShm does both inside the reduction, on each block while it is in
+  // cache; the other algorithms make one pass after the sum (comm/reduce.h: scale_all_finite).
+  bool allreduce_scaled(float* data, std::size_t count, float scale, Algorithm algorithm = Algorithm::kAuto);
   // Copies `bytes` bytes from rank `root` to every rank (binomial tree, pipelined in chunks).
   void broadcast(void* data, std::size_t bytes, int root);
   // In place: data holds size() blocks of bytes_per_rank; this rank's block (at rank() *
@@ -97,6 +102,7 @@ class Communicator {
  private:
   template <typename Body>
   void run(int kind, Algorithm algorithm, Body&& body);
+  bool allreduce_then_scale(void* data, std::size_t count, DType dtype, Algorithm algorithm, const float* scale);
 
   std::unique_ptr<Transport> owned_;
   Transport* transport_;

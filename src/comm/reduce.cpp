@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -108,6 +109,33 @@ void reduce_sum(void* dst, const void* src, std::size_t count, DType dtype) {
     default:
       check_reducible(dtype, "reduce_sum");
   }
+}
+
+namespace {
+
+constexpr std::uint32_t kExponent = 0x7f800000u;
+
+std::uint32_t exponent_field(float v) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits & kExponent;
+}
+
+}  // namespace
+
+bool all_finite(const float* x, std::size_t count) {
+  std::uint32_t worst = 0;
+  for (std::size_t i = 0; i < count; ++i) worst = std::max(worst, exponent_field(x[i]));
+  return worst != kExponent;
+}
+
+bool scale_all_finite(float* x, std::size_t count, float scale) {
+  std::uint32_t worst = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    x[i] *= scale;
+    worst = std::max(worst, exponent_field(x[i]));
+  }
+  return worst != kExponent;
 }
 
 }  // namespace dtrain::comm

@@ -23,4 +23,12 @@ void check_reducible(DType dtype, const char* op);
 // dst[i] = dst[i] + src[i] for i < count (dst and src do not overlap).
 void reduce_sum(void* dst, const void* src, std::size_t count, DType dtype);
 
+// Whether no element of x is NaN or Inf: the largest exponent field decides (all ones means NaN
+// or Inf), an integer max over the bits, so it vectorises without -ffast-math. Serial on purpose:
+// it runs on communication threads, which must not start an OpenMP team beside the compute's.
+bool all_finite(const float* x, std::size_t count);
+// x[i] *= scale for i < count, and whether every result is finite, in one pass. With
+// 0 < scale <= 1 (a mean's 1/p) a result is finite exactly when its x was.
+bool scale_all_finite(float* x, std::size_t count, float scale);
+
 }  // namespace dtrain::comm

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "comm/communicator.h"
+#include "comm/reduce.h"
 #include "tensor/allocator.h"
 #include "tensor/backend.h"
 
@@ -13,39 +14,6 @@ namespace dtrain {
 void scaled_copy(const float* src, float* dst, std::size_t n, float scale) {
   for (std::size_t i = 0; i < n; ++i) dst[i] = scale * src[i];
 }
-
-namespace {
-
-// Whether no element is NaN or Inf: the largest exponent field decides (all ones means NaN or
-// Inf). An integer max over the bits, so it vectorises without -ffast-math. Serial on purpose,
-// unlike Backend::all_finite (an OpenMP loop): this runs on the communication thread, which must
-// not start a second OpenMP team beside the compute thread's.
-constexpr std::uint32_t kExponent = 0x7f800000u;
-
-std::uint32_t exponent_field(float v) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  return bits & kExponent;
-}
-
-bool all_finite(const float* x, std::size_t n) {
-  std::uint32_t worst = 0;
-  for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, exponent_field(x[i]));
-  return worst != kExponent;
-}
-
-// x *= scale over n floats and whether every result is finite, in one pass (as all_finite; the
-// product of a finite sum and grad_scale <= 1 is finite exactly when the sum is).
-bool scale_all_finite(float* x, std::size_t n, float scale) {
-  std::uint32_t worst = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    x[i] *= scale;
-    worst = std::max(worst, exponent_field(x[i]));
-  }
-  return worst != kExponent;
-}
-
-}  // namespace
 
 bool adopts_gradients(comm::Algorithm algorithm, DType comm_dtype) {
   return !(algorithm == comm::Algorithm::kShm && comm_dtype == DType::kF32);
@@ -77,7 +45,11 @@ BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t b
 GradientBuckets::GradientBuckets(const std::vector<Variable>& params, std::vector<std::string> names,
                                  std::size_t bucket_bytes, DType comm_dtype, int sets, double grad_scale,
                                  const BucketMemory& shared)
-    : params_(params), names_(std::move(names)), comm_dtype_(comm_dtype), grad_scale_(static_cast<float>(grad_scale)) {
+    : params_(params),
+      names_(std::move(names)),
+      comm_dtype_(comm_dtype),
+      grad_scale_(static_cast<float>(grad_scale)),
+      scale_in_allreduce_(shared && comm_dtype == DType::kF32) {
   std::vector<std::int64_t> numels;
   for (const Variable& p : params) {
     numels.push_back(p.data().numel());
@@ -172,11 +144,18 @@ std::vector<std::size_t> GradientBuckets::add(std::size_t param, const Tensor& g
   if (plain && grad.raw_data() == slot.raw_data()) {
     s.unscaled[param] = 1;  // written into its slot by backward (gradient destination)
     s.in_place[param] = 1;
+  } else if (plain && scale_in_allreduce_) {
+    std::memcpy(slot.raw_data(), grad.raw_data(), static_cast<std::size_t>(slot.numel()) * sizeof(float));
+    s.unscaled[param] = 1;
   } else if (plain) {
     scaled_copy(grad.data<float>(), slot.data<float>(), static_cast<std::size_t>(slot.numel()), grad_scale_);
   } else if (grad.defined()) {
-    slot.copy_from(grad);  // converts dtype and layout; then scaled in place
-    scaled_copy(slot.data<float>(), slot.data<float>(), static_cast<std::size_t>(slot.numel()), grad_scale_);
+    slot.copy_from(grad);  // converts dtype and layout; then scaled in place (or by the allreduce)
+    if (scale_in_allreduce_) {
+      s.unscaled[param] = 1;
+    } else {
+      scaled_copy(slot.data<float>(), slot.data<float>(), static_cast<std::size_t>(slot.numel()), grad_scale_);
+    }
   } else {
     slot.fill(0.0);
   }
@@ -202,6 +181,18 @@ void GradientBuckets::reduce(comm::Communicator& comm, std::size_t bucket, int s
   float* data = f.data<float>();
   const std::size_t n = static_cast<std::size_t>(f.numel());
   const auto count_of = [&](std::size_t p) { return static_cast<std::size_t>(shapes_[p].numel()); };
+  s.bad[bucket].clear();
+  if (scale_in_allreduce_) {
+    // Every gradient of the bucket is unscaled (add); the allreduce scales and checks the sums.
+    const bool finite = comm.allreduce_scaled(data, n, grad_scale_, algorithm);
+    for (std::size_t p : layout_.buckets[bucket]) {
+      s.unscaled[p] = 0;
+      if (!finite && s.bad[bucket].empty() && !comm::all_finite(data + layout_.offset[p], count_of(p))) {
+        s.bad[bucket] = names_[p];
+      }
+    }
+    return;
+  }
   if (comm_dtype_ == DType::kF32) {
     comm.allreduce(data, n, DType::kF32, algorithm);
   } else {
@@ -225,12 +216,12 @@ void GradientBuckets::reduce(comm::Communicator& comm, std::size_t bucket, int s
     }
   }
   // An unscaled f32 sum (adopted or written in place) is scaled here, fused with the check.
-  s.bad[bucket].clear();
   for (std::size_t p : layout_.buckets[bucket]) {
     float* x = data + layout_.offset[p];
     const bool scale_now = s.unscaled[p] != 0;
     s.unscaled[p] = 0;
-    const bool finite = scale_now ? scale_all_finite(x, count_of(p), grad_scale_) : all_finite(x, count_of(p));
+    const bool finite =
+        scale_now ? comm::scale_all_finite(x, count_of(p), grad_scale_) : comm::all_finite(x, count_of(p));
     if (!finite && s.bad[bucket].empty()) s.bad[bucket] = names_[p];
   }
 }

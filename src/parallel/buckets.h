@@ -24,6 +24,13 @@
 // straight into its slot, and the hook then has nothing to copy; that gradient is scaled on the
 // communication thread, as an adopted one is. Other gradients are copied in.
 //
+// Where the f32 buckets lie in the ranks' shared memory (shm), no gradient is scaled before the
+// allreduce: the rank that sums a block of the bucket scales it and checks it for NaN and Inf while
+// the sums are in cache (Communicator::allreduce_scaled), which saves the communication thread a
+// pass over every bucket (read and write, 12.8 MB a step for LeNet). LeNet on 2 ranks of the
+// 2-core VM: 0.6 ms a step faster (median of 11 interleaved pairs, faster in all 11), scaling
+// efficiency over one process 0.94 against 0.92.
+//
 // Communication in f16 or bf16 (ChainerMN's fp16 allreduce): the f32 bucket, already divided by
 // the number of ranks so the sum stays in range, is cast to the 16-bit type, allreduced (the
 // additions are done in f32 and rounded to the 16-bit type once per addition, see comm/reduce.h),
@@ -128,6 +135,9 @@ class GradientBuckets {
   std::vector<Shape> shapes_;
   DType comm_dtype_;
   float grad_scale_;
+  // f32 buckets in shared memory (shm): every gradient enters its slot unscaled, and the
+  // allreduce scales the sums and checks them while it makes them (Communicator::allreduce_scaled).
+  bool scale_in_allreduce_;
   // The bucket's own buffer in set `set`, allocated on first use for one-parameter buckets.
   Tensor& owned_buffer(int set, std::size_t bucket);
 

@@ -431,9 +431,9 @@ std::vector<int> busy_partners(const TransportCalibration& t) {
 
 // dtrain's shm allreduce at the sizes of MPI's ladder, the same way (time_ladder, each call after a
 // barrier), on a buffer from allocate_shared so it runs in place as it does on the trainer's
-// buckets (parallel/buckets.h). The median of a size's calls, not their mean: shm has no link
-// whose state a call inherits, and with ranks sharing cores an occasional call waits for a peer
-// the scheduler took away, which the step model charges through the step variation, not here.
+// buckets, scaling the sums by 1/p and checking them as it does there (parallel/buckets.h). The median of a size's
+// calls, not their mean: shm has no link whose state a call inherits, and with ranks sharing cores an occasional call
+// waits for a peer the scheduler took away, which the step model charges through the step variation, not here.
 std::vector<std::pair<std::size_t, double>> time_shm_allreduce(comm::Communicator& c, double min_seconds) {
   if (c.size() < 2 || !c.shares_memory()) return {};
   // Every rank allocates together, once; zeros: never subnormal.
@@ -442,7 +442,7 @@ std::vector<std::pair<std::size_t, double>> time_shm_allreduce(comm::Communicato
   auto call = [&](std::size_t bytes) {
     c.barrier();
     const Stopwatch sw;
-    c.allreduce(buffer, bytes / sizeof(float), DType::kF32, comm::Algorithm::kShm);
+    c.allreduce_scaled(buffer, bytes / sizeof(float), 1.0f / static_cast<float>(c.size()), comm::Algorithm::kShm);
     return sw.seconds();
   };
   const LadderCalls ladder = time_ladder(c, call, {kShmSeconds, kShmMinRounds, kShmMaxRounds}, min_seconds);

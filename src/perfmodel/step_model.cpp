@@ -244,6 +244,9 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
       return d.gradient_copy ? (reads + writes) / (2 * d.gradient_copy->value)
                              : reads / d.memory_read.value + writes / d.memory_write.value;
     };
+    // With f32 buckets in shared memory (shm) the allreduce scales and checks the sums as it makes
+    // them, and the calibrated shm ladder times it doing so: no pass of its own.
+    const bool scaled_in_allreduce = c.algorithm == comm::Algorithm::kShm && !half;
     const AllreducePlan ar{c.algorithm, c.workers, c.hierarchical, c.comm_dtype, chunk_bytes_of(c, p)};
     std::map<std::int64_t, AllreduceTime> memo;  // buckets of equal size cost the same
     std::size_t released_by = 0;
@@ -262,8 +265,10 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
       s.comm_allreduce += bt.allreduce;
       s.comm_latency += it->second.latency;
       const auto scaled = static_cast<double>(scaled_later[b]);
-      sim.bucket_seconds.push_back(bt.allreduce + (static_cast<double>(bt.elements) - scaled) * local_rate(false) +
-                                   scaled * local_rate(true));
+      const double passes = scaled_in_allreduce ? 0.0
+                                                : (static_cast<double>(bt.elements) - scaled) * local_rate(false) +
+                                                      scaled * local_rate(true);
+      sim.bucket_seconds.push_back(bt.allreduce + passes);
       sim.bucket_burstable.push_back(it->second.network_transfer);
       s.buckets.push_back(bt);
     }

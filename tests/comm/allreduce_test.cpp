@@ -3,8 +3,10 @@
 // reference within the rounding bound; results bitwise identical on all ranks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <span>
@@ -151,6 +153,53 @@ TEST(Allreduce, ShmInSharedMemoryAndMixedWithPlainBuffers) {
               for (std::size_t i = 0; i < count; ++i) {
                 ASSERT_EQ(got[i], testing::closed_form_sum(p, i))
                     << "p=" << p << " plain rank " << plain_rank << " count " << count << " element " << i;
+              }
+            }
+          },
+          testing::test_options());
+    }
+  }
+}
+
+// allreduce_scaled: every rank gets the sum times the scale (shm scales inside its reduction, in
+// place in shared memory or staged from a plain buffer), and one NaN or Inf anywhere on any rank
+// makes it return false on every rank (shm: each rank checks only the block it sums).
+TEST(Allreduce, ScaledSumAndOneFiniteVerdictOnEveryRank) {
+  constexpr float kScale = 0.25f;  // a power of two: the closed-form sums times it stay exact
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kButterfly, Algorithm::kOneToAll, Algorithm::kShm,
+                      Algorithm::kAuto}) {
+    for (int p : {1, 2, 3, 4}) {
+      run_local(
+          p,
+          [&](Communicator& comm) {
+            const std::vector<std::size_t> counts = testing::test_counts(p);
+            const std::size_t most = *std::max_element(counts.begin(), counts.end());
+            std::span<std::byte> shared = comm.allocate_shared(most * sizeof(float));
+            std::vector<float> plain(most);
+            // Rank 1 passes a plain buffer: shm stages it.
+            float* data = comm.rank() == 1 ? plain.data() : reinterpret_cast<float*>(shared.data());
+            const auto fill = [&](std::size_t count) {
+              const std::vector<float> v = testing::closed_form_data(comm.rank(), count);
+              std::copy(v.begin(), v.end(), data);
+            };
+            for (std::size_t count : counts) {
+              fill(count);
+              EXPECT_TRUE(comm.allreduce_scaled(data, count, kScale, a)) << algorithm_name(a) << " count " << count;
+              for (std::size_t i = 0; i < count; ++i) {
+                ASSERT_EQ(data[i], testing::closed_form_sum(p, i) * kScale)
+                    << algorithm_name(a) << " p=" << p << " count " << count << " element " << i;
+              }
+              if (count == 0) continue;
+              const float inf = std::numeric_limits<float>::infinity();
+              for (const float poison : {std::numeric_limits<float>::quiet_NaN(), inf, -inf}) {
+                for (const std::size_t at : {std::size_t{0}, count / 2, count - 1}) {
+                  const int who = static_cast<int>(at % static_cast<std::size_t>(p));
+                  fill(count);
+                  if (comm.rank() == who) data[at] = poison;
+                  EXPECT_FALSE(comm.allreduce_scaled(data, count, kScale, a))
+                      << algorithm_name(a) << " p=" << p << " count " << count << ": " << poison << " at " << at
+                      << " on rank " << who << ", seen by rank " << comm.rank();
+                }
               }
             }
           },

@@ -118,6 +118,16 @@ TEST(StepModel, GradientCopiesIntoBucketsAtTheCalibratedRate) {
   c.comm_dtype = DType::kF16;
   const StepPrediction ha = predict_step(large, fast, c), hb = predict_step(large, slow, c);
   EXPECT_NEAR(hb.comm - ha.comm, 3 * 500000 * (24 / (2 * 1e9) - (14 / 1e12 + 10 / 1e12)), 1e-9);
+  // shm with f32: the allreduce scales and checks the sums itself (parallel/buckets.h), so the
+  // communication thread makes no pass of its own, and the gradients are copied in (4 bytes each
+  // way, at the calibrated rate) rather than adopted.
+  c.comm_dtype = DType::kF32;
+  c.algorithm = Algorithm::kShm;
+  const StepPrediction sa = predict_step(large, fast, c), sb = predict_step(large, slow, c);
+  EXPECT_NEAR(sa.comm, sa.comm_allreduce, 1e-12);
+  EXPECT_NEAR(sb.comm, sb.comm_allreduce, 1e-12);
+  EXPECT_GT(lb.comm, lb.comm_allreduce) << "ring's pass over each bucket is its own";
+  EXPECT_NEAR(sb.compute - sa.compute, 3 * 500000 * (4 / 1e9 - (4 / 1e12 + 4 / 1e12)), 1e-9);
 }
 
 TEST(StepModel, ChunkFollowsTheLayoutAsTheCommunicatorChoosesIt) {

@@ -13,12 +13,16 @@
 namespace dtrain::comm::detail {
 namespace {
 
-// Each rank's line in the control region: its barrier phase, and where its data lies for the
-// current collective (a region index, or kStaged, and the offset in this rank's part of it).
+// Each rank's line in the control region: its barrier phase, where its data lies for the current
+// collective (a region index, or kStaged, and the offset in this rank's part of it), and whether
+// the sums it made in a scaled allreduce were all finite (written before the last barrier, read
+// after it: a rank writes it again only after the next collective's first barrier, which every
+// rank reaches after reading it).
 struct alignas(64) ControlLine {
   std::uint64_t phase;
   std::int64_t region;
   std::uint64_t offset;
+  std::uint64_t finite;
 };
 constexpr std::int64_t kStaged = -1;
 // Elements reduced and copied out at a time: the sum stays in the L1/L2 cache for the copies.
@@ -94,9 +98,10 @@ void SharedMemory::barrier(Collective& c) {
   }
 }
 
-void SharedMemory::allreduce(Collective& c, void* data, std::size_t count, DType dtype) {
+bool SharedMemory::allreduce(Collective& c, void* data, std::size_t count, DType dtype, const float* scale) {
   const int me = c.rank(), p = c.size();
-  if (p == 1 || count == 0) return;
+  DT_CHECK(scale == nullptr || dtype == DType::kF32, "a scaled allreduce(shm) needs f32, not {}", dtype_name(dtype));
+  if (p == 1 || count == 0) return scale == nullptr || scale_all_finite(static_cast<float*>(data), count, *scale);
   DT_CHECK(control_ != nullptr, "allreduce(shm) without shared memory");
   const std::size_t elem = dtype_size(dtype), bytes = count * elem;
   // Where this rank's data lies: in a region from allocate(), or staged.
@@ -133,17 +138,23 @@ void SharedMemory::allreduce(Collective& c, void* data, std::size_t count, DType
   std::byte* const sum = buffers_[static_cast<std::size_t>(me)];
   const Block b = block_of(count, p, me);
   const std::size_t step = std::max<std::size_t>(1, kChunkBytes / elem);
+  bool finite = true;
   for (std::size_t at = b.offset; at < b.offset + b.count; at += step) {
     const std::size_t n = std::min(step, b.offset + b.count - at);
     for (int r = 0; r < p; ++r) {
       if (r != me) c.reduce(sum + at * elem, buffers_[static_cast<std::size_t>(r)] + at * elem, n, dtype);
     }
+    if (scale != nullptr) finite = scale_all_finite(reinterpret_cast<float*>(sum) + at, n, *scale) && finite;
     for (int r = 0; r < p; ++r) {
       if (r != me) std::memcpy(buffers_[static_cast<std::size_t>(r)] + at * elem, sum + at * elem, n * elem);
     }
   }
+  own.finite = finite ? 1 : 0;
   barrier(c);
   if (own.region == kStaged) std::memcpy(mine, staging_->base(me), bytes);
+  if (scale == nullptr) return true;
+  for (int r = 0; r < p; ++r) finite = finite && line(*control_, r).finite != 0;
+  return finite;
 }
 
 CommCost shm_allreduce_cost(int p, int rank, std::size_t count, std::size_t elem) {

@@ -10,6 +10,9 @@
 // where it is. Any other buffer is first copied into a shared staging buffer and the result copied
 // back (2n more bytes moved by that rank, plus one more barrier).
 //
+// With a scale (Communicator::allreduce_scaled) each rank also multiplies its block's sums and
+// tests them for NaN and Inf as they are made, in cache: no pass of its own over the vector.
+//
 // Steps (p ranks, n bytes): 2 barriers, each a flag written by every rank and read by all (a
 // cache-line transfer between cores, not a message); no messages.
 // Bytes per rank: reads (p-1)/p * n from the peers' buffers, writes (p-1)/p * n into them, and
@@ -46,8 +49,13 @@ class SharedMemory {
   bool available(Transport& t, const Deadline& deadline);
   // `bytes` in a new region; empty where !available().
   std::span<std::byte> allocate(Transport& t, std::size_t bytes, const Deadline& deadline);
-  // Sums `count` elements over the ranks, in place. Needs available().
-  void allreduce(Collective& c, void* data, std::size_t count, DType dtype);
+  // Sums `count` elements over the ranks, in place. Needs available(). With `scale` (f32 only),
+  // each rank multiplies the sums it computes by *scale and tests them for NaN and Inf while they
+  // are still in cache, before copying them out, and the ranks' verdicts travel with the last
+  // barrier: returns whether every element of the result is finite, the same on every rank (true
+  // without `scale`). This saves the pass over the whole vector that scaling after the sum costs
+  // (a mean's 1/p, parallel/buckets.h).
+  bool allreduce(Collective& c, void* data, std::size_t count, DType dtype, const float* scale = nullptr);
   // After an error: never free the regions (their release may need every rank).
   void abandon();
 

@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -111,6 +113,34 @@ INSTANTIATE_TEST_SUITE_P(Mpi, VersusMpi,
                                                               Algorithm::kOneToAll, Algorithm::kShm, Algorithm::kAuto),
                                             ::testing::Values(DType::kF32, DType::kF16, DType::kBF16)),
                          [](const auto& tp) { return testing::label(std::get<0>(tp.param), std::get<1>(tp.param)); });
+
+// allreduce_scaled equals MPI_Allreduce times the scale bit for bit (shm in place in the ranks'
+// shared memory, where the ranks are on one host), and a NaN on one rank makes every rank say so.
+TEST(MpiScaled, EqualsMpiAllreduceTimesScaleAndAgreesOnNaN) {
+  Communicator& comm = world();
+  const int p = comm.size();
+  constexpr float kScale = 0.5f;
+  constexpr std::size_t kCount = std::size_t{1} << 20;
+  std::span<std::byte> shared = comm.allocate_shared(kCount * sizeof(float));  // empty across hosts
+  std::vector<float> plain(kCount);
+  float* data = shared.empty() ? plain.data() : reinterpret_cast<float*>(shared.data());
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kShm}) {
+    if (a == Algorithm::kShm && !comm.shares_memory()) continue;
+    const std::vector<float> v = testing::closed_form_data(comm.rank(), kCount);
+    std::copy(v.begin(), v.end(), data);
+    std::vector<float> theirs = v;
+    EXPECT_TRUE(comm.allreduce_scaled(data, kCount, kScale, a)) << algorithm_name(a);
+    comm.allreduce(theirs.data(), kCount, DType::kF32, Algorithm::kMpi);
+    for (float& x : theirs) x *= kScale;
+    EXPECT_EQ(std::memcmp(data, theirs.data(), kCount * sizeof(float)), 0)
+        << algorithm_name(a) << " scaled differs from MPI_Allreduce times " << kScale << " on rank " << comm.rank();
+    std::copy(v.begin(), v.end(), data);
+    const std::size_t at = kCount - 1 - static_cast<std::size_t>(p / 2);  // in the last rank's block
+    if (comm.rank() == 0) data[at] = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_FALSE(comm.allreduce_scaled(data, kCount, kScale, a))
+        << algorithm_name(a) << ": rank 0's NaN at " << at << " not seen by rank " << comm.rank();
+  }
+}
 
 TEST(MpiCollectives, BroadcastAllgatherReduceScatterBarrier) {
   Communicator& comm = world();
