@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "comm/communicator.h"
 #include "comm/reduce.h"
@@ -144,15 +143,12 @@ std::vector<std::size_t> GradientBuckets::add(std::size_t param, const Tensor& g
   if (plain && grad.raw_data() == slot.raw_data()) {
     s.unscaled[param] = 1;  // written into its slot by backward (gradient destination)
     s.in_place[param] = 1;
-  } else if (plain && scale_in_allreduce_) {
-    std::memcpy(slot.raw_data(), grad.raw_data(), static_cast<std::size_t>(slot.numel()) * sizeof(float));
-    s.unscaled[param] = 1;
-  } else if (plain) {
+  } else if (plain && !scale_in_allreduce_) {
     scaled_copy(grad.data<float>(), slot.data<float>(), static_cast<std::size_t>(slot.numel()), grad_scale_);
   } else if (grad.defined()) {
-    slot.copy_from(grad);  // converts dtype and layout; then scaled in place (or by the allreduce)
+    slot.copy_from(grad);  // converts dtype and layout (a plain f32 gradient: one memcpy)
     if (scale_in_allreduce_) {
-      s.unscaled[param] = 1;
+      s.unscaled[param] = 1;  // the allreduce scales the sums
     } else {
       scaled_copy(slot.data<float>(), slot.data<float>(), static_cast<std::size_t>(slot.numel()), grad_scale_);
     }
