@@ -26,6 +26,7 @@
 #include "perfmodel/layer_trace.h"
 #include "perfmodel/straggler.h"
 #include "perfmodel/timing_stats.h"
+#include "tensor/backend.h"
 
 namespace dtrain::perf {
 namespace {
@@ -337,8 +338,8 @@ std::size_t largest_gradient_bytes(const std::vector<std::string>& models) {
   return static_cast<std::size_t>(largest) * sizeof(float);
 }
 
-// The input in the layout the model feeds (channel-blocked from the first layer with a multiple
-// of 16 channels on: docs/design.md), and the gradient seed in the output's layout.
+// The input in the layout the model feeds (channel-blocked from the first layer whose channels fill
+// the blocks on: docs/design.md), and the gradient seed in the output's layout.
 std::unique_ptr<LayerBench::Prepared> LayerBench::prepare(const LayerSummary& l, LayerCall call, Rng& rng) const {
   auto p = std::make_unique<Prepared>();
   p->layer = std::move(call);
@@ -348,7 +349,7 @@ std::unique_ptr<LayerBench::Prepared> LayerBench::prepare(const LayerSummary& l,
   std::vector<float> values(static_cast<std::size_t>(Shape(dims).numel()));
   for (float& v : values) v = static_cast<float>(rng.uniform(-1, 1));
   Tensor x = Tensor::from_vector(values, Shape(dims));
-  if (dims.size() == 4 && dims[1] % 16 == 0) x = x.to_layout(Layout::kNChw16c);
+  if (dims.size() == 4) x = x.to_layout(cpu_activation_layout(dims[1]));
   p->input = Variable(x, !first_weighted_layer(l));
   return p;
 }

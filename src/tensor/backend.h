@@ -3,7 +3,7 @@
 //
 // CPU has two backends: the reference backend (naive loops, f32 and f64, plain layout; the
 // ground truth that tests compare against and that double-precision gradient checks run on) and
-// the fast backend (oneDNN and BLAS, f32, plain and nChw16c). `dispatch` picks the reference
+// the fast backend (oneDNN and BLAS, f32, plain and channel-blocked). `dispatch` picks the reference
 // backend for f64 tensors or inside a ReferenceKernelsScope, the fast one otherwise. A CUDA
 // backend registers itself for DeviceType::kCUDA.
 #pragma once
@@ -137,6 +137,10 @@ Backend& dispatch(Device device, DType dtype);
 bool plain_f32_cpu_of_shape(const Tensor& t, const Shape& shape);
 // Checks that `into` can receive a weight gradient of `shape` (plain_f32_cpu_of_shape).
 void check_weight_destination(const Tensor& into, const Shape& shape);
+// The layout the fast CPU kernels hand a 4-D f32 activation of `channels` in (a convolution's
+// output): channel-blocked in the blocking of this CPU's oneDNN kernels where the channels fill
+// the blocks (nChw16c with AVX-512, nChw8c without), else plain.
+Layout cpu_activation_layout(std::int64_t channels);
 // Registers the backend for a device type (the CPU fast backend registers itself).
 void register_backend(DeviceType type, Backend* backend);
 

@@ -25,8 +25,15 @@ enum class Layout : std::uint8_t {
   kNChw16c,  // 4-D, channels in blocks of 16 (C % 16 == 0): offset ((n*C/16 + c/16)*H*W + h*W + w)*16 + c%16.
              // The layout oneDNN's AVX-512 convolutions run in natively; keeping activations in it
              // avoids a reorder before and after every convolution.
+  kNChw8c,   // The same with blocks of 8 channels (C % 8 == 0): the layout of oneDNN's AVX2 kernels,
+             // whose pooling has no JIT kernel for nChw16c (its reference kernel is 100x slower).
 };
 
-inline const char* layout_name(Layout l) { return l == Layout::kPlain ? "plain" : "nChw16c"; }
+inline const char* layout_name(Layout l) {
+  return l == Layout::kPlain ? "plain" : l == Layout::kNChw16c ? "nChw16c" : "nChw8c";
+}
+
+// Channels per block of a channel-blocked layout (1 for plain).
+inline std::int64_t layout_block(Layout l) { return l == Layout::kPlain ? 1 : l == Layout::kNChw16c ? 16 : 8; }
 
 }  // namespace dtrain

@@ -6,33 +6,35 @@ namespace dtrain {
 
 bool layout_supports(Layout layout, const Shape& shape) {
   if (layout == Layout::kPlain) return true;
-  return shape.rank() == 4 && shape[1] % 16 == 0 && shape[1] > 0;
+  return shape.rank() == 4 && shape[1] % layout_block(layout) == 0 && shape[1] > 0;
 }
 
 namespace {
 
+// Between plain and one channel-blocked layout (the other side plain).
 template <typename T>
 void reorder_typed(const T* src, Layout src_layout, T* dst, Layout dst_layout, const Shape& s) {
   const std::int64_t N = s[0], C = s[1], H = s[2], W = s[3];
   const std::int64_t HW = H * W;
+  const bool to_blocked = src_layout == Layout::kPlain;
+  const std::int64_t B = layout_block(to_blocked ? dst_layout : src_layout);
 #pragma omp parallel for collapse(2) schedule(static)
   for (std::int64_t n = 0; n < N; ++n) {
-    for (std::int64_t cb = 0; cb < C / 16; ++cb) {
-      // One block of 16 channels: plain rows c = cb*16 .. cb*16+15, blocked [HW][16].
-      const std::int64_t plain_base = (n * C + cb * 16) * HW;
-      const std::int64_t blocked_base = (n * (C / 16) + cb) * HW * 16;
+    for (std::int64_t cb = 0; cb < C / B; ++cb) {
+      // One block of B channels: plain rows c = cb*B .. cb*B+B-1, blocked [HW][B].
+      const std::int64_t plain_base = (n * C + cb * B) * HW;
+      const std::int64_t blocked_base = (n * (C / B) + cb) * HW * B;
       for (std::int64_t i = 0; i < HW; ++i) {
-        for (std::int64_t c = 0; c < 16; ++c) {
-          if (src_layout == Layout::kPlain) {
-            dst[blocked_base + i * 16 + c] = src[plain_base + c * HW + i];
+        for (std::int64_t c = 0; c < B; ++c) {
+          if (to_blocked) {
+            dst[blocked_base + i * B + c] = src[plain_base + c * HW + i];
           } else {
-            dst[plain_base + c * HW + i] = src[blocked_base + i * 16 + c];
+            dst[plain_base + c * HW + i] = src[blocked_base + i * B + c];
           }
         }
       }
     }
   }
-  (void)dst_layout;
 }
 
 }  // namespace
@@ -45,10 +47,17 @@ void reorder_host(const Tensor& src, Tensor& dst) {
     std::memcpy(dst.raw_data(), src.raw_data(), src.nbytes());
     return;
   }
-  const Layout blocked = src.layout() == Layout::kPlain ? dst.layout() : src.layout();
-  if (!layout_supports(blocked, src.shape())) {
-    throw ShapeError(fmt::format("layout {} needs a 4-D shape with channels a multiple of 16, got {}",
-                                 layout_name(blocked), src.shape()));
+  for (const Layout blocked : {src.layout(), dst.layout()}) {
+    if (!layout_supports(blocked, src.shape())) {
+      throw ShapeError(fmt::format("layout {} needs a 4-D shape with channels a multiple of {}, got {}",
+                                   layout_name(blocked), layout_block(blocked), src.shape()));
+    }
+  }
+  if (src.layout() != Layout::kPlain && dst.layout() != Layout::kPlain) {  // one blocking to another
+    Tensor plain = Tensor::empty(src.shape(), src.dtype(), src.device(), Layout::kPlain);
+    reorder_host(src, plain);
+    reorder_host(plain, dst);
+    return;
   }
   switch (dtype_size(src.dtype())) {
     case 2:

@@ -1,10 +1,12 @@
 // The fast CPU backend against the reference backend (the ground truth), on random inputs over
-// shapes that exercise both layouts, channel counts below, at and above the 16-channel block,
+// shapes that exercise every layout, channel counts below, at and above the 8- and 16-channel blocks,
 // strides, paddings, kernel sizes, odd spatial extents and batch sizes 1 and more.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <dnnl.hpp>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -71,28 +73,49 @@ struct ConvCase {
 
 const std::vector<ConvCase>& conv_cases() {
   static const std::vector<ConvCase> cases = {
-      {1, 1, 7, 7, 16, 3, 1, 1},    // first layer, 1 channel -> blocked output
-      {2, 3, 9, 9, 16, 3, 2, 1},    // 3 channels, stride 2
-      {2, 3, 11, 11, 10, 5, 1, 2},  // plain in and out, 5x5
-      {3, 10, 7, 9, 32, 3, 2, 0},   // 10 channels, no padding, odd extents
-      {2, 16, 8, 8, 16, 3, 1, 1},   // ResNet stage 1
-      {2, 16, 9, 9, 32, 1, 2, 0},   // 1x1 stride-2 shortcut
-      {2, 16, 10, 10, 32, 3, 2, 1}, // stride-2 3x3
-      {1, 32, 7, 7, 64, 5, 1, 2},   // LeNet-like 5x5 pad 2, batch 1
-      {2, 64, 5, 5, 64, 3, 1, 1},   // 64 channels
-      {2, 32, 6, 6, 10, 3, 1, 1},   // blocked in, plain out
-      {1, 16, 5, 7, 16, 5, 2, 2},   // 5x5 stride 2 on 5x7
-      {2, 32, 7, 7, 48, 1, 1, 0},   // 1x1 stride 1
+      {1, 1, 7, 7, 16, 3, 1, 1},     // first layer, 1 channel -> blocked output
+      {2, 3, 9, 9, 16, 3, 2, 1},     // 3 channels, stride 2
+      {2, 3, 11, 11, 10, 5, 1, 2},   // plain in and out, 5x5
+      {3, 10, 7, 9, 32, 3, 2, 0},    // 10 channels, no padding, odd extents
+      {2, 16, 8, 8, 16, 3, 1, 1},    // ResNet stage 1
+      {2, 16, 9, 9, 32, 1, 2, 0},    // 1x1 stride-2 shortcut
+      {2, 16, 10, 10, 32, 3, 2, 1},  // stride-2 3x3
+      {1, 32, 7, 7, 64, 5, 1, 2},    // LeNet-like 5x5 pad 2, batch 1
+      {2, 64, 5, 5, 64, 3, 1, 1},    // 64 channels
+      {2, 32, 6, 6, 10, 3, 1, 1},    // blocked in, plain out
+      {1, 16, 5, 7, 16, 5, 2, 2},    // 5x5 stride 2 on 5x7
+      {2, 32, 7, 7, 48, 1, 1, 0},    // 1x1 stride 1
+      {2, 8, 6, 6, 24, 3, 1, 1},     // blocks of 8 only (nChw8c without AVX-512, plain with it)
   };
   return cases;
 }
 
+// Every layout an input of `channels` can arrive in: plain, and each blocking the channels fill
+// (the kernels reorder a blocking other than this CPU's to it).
 std::vector<Layout> layouts_for(std::int64_t channels) {
-  if (channels % 16 == 0) return {Layout::kPlain, Layout::kNChw16c};
-  return {Layout::kPlain};
+  std::vector<Layout> out{Layout::kPlain};
+  for (Layout l : {Layout::kNChw16c, Layout::kNChw8c}) {
+    if (channels % layout_block(l) == 0) out.push_back(l);
+  }
+  return out;
 }
 
 constexpr double kConvTol = 1e-4;
+
+// The blocking follows oneDNN's effective ISA (tests.cmake runs this binary again with
+// ONEDNN_MAX_CPU_ISA=AVX2, so the nChw8c path is tested on AVX-512 machines too).
+TEST(CpuLayout, BlockingFollowsTheCpu) {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto avx512 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
+  const Layout blocked = (isa & avx512) == avx512 ? Layout::kNChw16c : Layout::kNChw8c;
+  EXPECT_EQ(cpu_activation_layout(64), blocked);
+  EXPECT_EQ(cpu_activation_layout(24), blocked == Layout::kNChw8c ? Layout::kNChw8c : Layout::kPlain);
+  EXPECT_EQ(cpu_activation_layout(10), Layout::kPlain);
+  const char* forced = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (forced != nullptr && std::string(forced) == "AVX2") {
+    EXPECT_EQ(blocked, Layout::kNChw8c);
+  }
+}
 
 TEST(CpuConv, ForwardMatchesReference) {
   std::mt19937 rng(1);
@@ -106,7 +129,7 @@ TEST(CpuConv, ForwardMatchesReference) {
         const std::string what = fmt::format("conv fwd N{} C{} {}x{} O{} k{} s{} p{} x {} bias {}", c.N, c.C, c.H,
                                              c.W, c.O, c.K, c.stride, c.pad, layout_str(xl), with_bias);
         const Tensor y = fast().conv2d_forward(x, w, with_bias ? &b : nullptr, g);
-        EXPECT_EQ(y.layout(), c.O % 16 == 0 ? Layout::kNChw16c : Layout::kPlain) << what;
+        EXPECT_EQ(y.layout(), cpu_activation_layout(c.O)) << what;
         expect_close(y, ref().conv2d_forward(x, w, with_bias ? &b : nullptr, g), kConvTol, what);
       }
     }
@@ -223,8 +246,9 @@ struct PoolCase {
 
 TEST(CpuPool, ForwardAndBackwardMatchReference) {
   const std::vector<PoolCase> cases = {
-      {2, 3, 8, 8, 2, 2, 0},   {1, 16, 7, 7, 2, 2, 0},  {2, 16, 9, 11, 3, 2, 1}, {2, 32, 6, 6, 3, 1, 1},
-      {1, 10, 5, 5, 3, 1, 0},  {3, 64, 8, 8, 8, 8, 0},  {2, 32, 7, 7, 7, 1, 0},  {2, 16, 13, 13, 5, 3, 2},
+      {2, 3, 8, 8, 2, 2, 0},  {1, 16, 7, 7, 2, 2, 0},   {2, 16, 9, 11, 3, 2, 1},
+      {2, 32, 6, 6, 3, 1, 1}, {1, 10, 5, 5, 3, 1, 0},   {3, 64, 8, 8, 8, 8, 0},
+      {2, 32, 7, 7, 7, 1, 0}, {2, 16, 13, 13, 5, 3, 2}, {2, 24, 6, 6, 2, 2, 0},
   };
   std::mt19937 rng(7);
   for (const PoolCase& c : cases) {
@@ -254,7 +278,8 @@ TEST(CpuPool, ForwardAndBackwardMatchReference) {
 // ---------------------------------------------------------------- batch norm
 
 TEST(CpuBatchNorm, TrainingInferenceAndBackwardMatchReference) {
-  const std::vector<Shape> shapes = {{4, 3, 5, 5}, {2, 16, 7, 7}, {1, 32, 6, 5}, {8, 64, 3, 3}, {16, 10}, {5, 32}};
+  const std::vector<Shape> shapes = {{4, 3, 5, 5},  {2, 16, 7, 7}, {1, 32, 6, 5}, {8, 64, 3, 3},
+                                     {2, 24, 4, 4}, {16, 10},      {5, 32}};
   std::mt19937 rng(8);
   const double eps = 1e-5;
   for (const Shape& s : shapes) {

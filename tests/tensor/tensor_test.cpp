@@ -34,6 +34,26 @@ TEST(Tensor, BlockedLayoutRoundTrip) {
   const float* p = b.data<float>();
   EXPECT_EQ(p[((1 * 2 + 1) * 15 + 2 * 5 + 4) * 16 + 1], v[((1 * 32 + 17) * 3 + 2) * 5 + 4]);
   EXPECT_EQ(b.to_vector(), v);
+  // nChw8c: (n=1, c=17, h=2, w=4) sits in block 2 of image 1's 4; and straight from nChw16c.
+  for (const Tensor& e : {t.to_layout(Layout::kNChw8c), b.to_layout(Layout::kNChw8c)}) {
+    EXPECT_EQ(e.layout(), Layout::kNChw8c);
+    EXPECT_EQ(e.data<float>()[((1 * 4 + 2) * 15 + 2 * 5 + 4) * 8 + 1], v[((1 * 32 + 17) * 3 + 2) * 5 + 4]);
+    EXPECT_EQ(e.to_vector(), v);
+    EXPECT_EQ(e.to_layout(Layout::kNChw16c).to_vector(), v);
+  }
+}
+
+TEST(Tensor, BlockedLayoutNamesTheChannelsItNeeds) {
+  const Tensor t = Tensor::zeros({1, 12, 2, 2});
+  for (Layout l : {Layout::kNChw8c, Layout::kNChw16c}) {
+    try {
+      (void)t.to_layout(l);
+      FAIL() << "expected ShapeError for 12 channels in " << layout_name(l);
+    } catch (const ShapeError& e) {
+      EXPECT_NE(std::string(e.what()).find(fmt::format("a multiple of {}", layout_block(l))), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(DType, HalfConversionsRoundToNearestEven) {

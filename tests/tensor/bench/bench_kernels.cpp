@@ -79,10 +79,10 @@ void bench_resnet(int reps) {
   for (const ConvLayer& l : kResNet20) {
     const Conv2dGeometry g{l.stride, l.stride, l.K / 2, l.K / 2};
     const std::int64_t OHW = (l.HW + 2 * (l.K / 2) - l.K) / l.stride + 1;
-    const Layout xl = l.C % 16 == 0 ? Layout::kNChw16c : Layout::kPlain;
+    const Layout xl = cpu_activation_layout(l.C);
     const Tensor x = random_tensor({N, l.C, l.HW, l.HW}, xl);
     const Tensor w = random_tensor({l.O, l.C, l.K, l.K});
-    const Tensor dy = random_tensor({N, l.O, OHW, OHW}, Layout::kNChw16c);
+    const Tensor dy = random_tensor({N, l.O, OHW, OHW}, cpu_activation_layout(l.O));
     const double f = median_ms(reps, [&] { (void)be.conv2d_forward(x, w, nullptr, g); });
     const double bd =
         median_ms(reps, [&] { (void)be.conv2d_backward_data(dy, w, x.shape(), x.layout(), g); });
@@ -107,8 +107,8 @@ void bench_resnet(int reps) {
   double other = 0;
   for (int s = 0; s < 3; ++s) {
     const std::int64_t C = shapes[s][0], HW = shapes[s][1];
-    const Tensor x = random_tensor({N, C, HW, HW}, Layout::kNChw16c);
-    const Tensor dy = random_tensor({N, C, HW, HW}, Layout::kNChw16c);
+    const Tensor x = random_tensor({N, C, HW, HW}, cpu_activation_layout(C));
+    const Tensor dy = random_tensor({N, C, HW, HW}, cpu_activation_layout(C));
     const Tensor gamma = random_tensor({C}), beta = random_tensor({C});
     const BatchNormForward fwd = be.batch_norm_forward_training(x, gamma, beta, 1e-5);
     const double bnf = median_ms(reps, [&] { (void)be.batch_norm_forward_training(x, gamma, beta, 1e-5); });

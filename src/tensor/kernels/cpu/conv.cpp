@@ -1,7 +1,8 @@
-// Convolutions on oneDNN. Activations compute in nChw16c when their channel count is a multiple
-// of 16 (oneDNN's jit:avx512_core kernels; plain nchw falls back to a much slower gemm path) and
-// plain otherwise (the 1- or 3-channel input of a network's first layer, which the AVX-512 kernel
-// also reads directly). Weights live plain [O, C, KH, KW] in tensors (optimizers, allreduce and
+// Convolutions on oneDNN. Activations compute in the CPU's channel-blocked layout when their
+// channel count fills its blocks (nChw16c for oneDNN's jit:avx512_core kernels, nChw8c for
+// jit:avx2; dnnl_util.h; plain nchw falls back to a much slower gemm path) and plain otherwise
+// (the 1- or 3-channel input of a network's first layer, which the JIT kernels also read
+// directly). Weights live plain [O, C, KH, KW] in tensors (optimizers, allreduce and
 // checkpoints see plain) and are reordered into the primitive's preferred blocked format on every
 // call; weight gradients are computed blocked and reordered back to plain. Each call looks its
 // primitives up in the cache (dnnl_util.h). Where oneDNN has no JIT kernel for dtrain's layouts
@@ -25,7 +26,7 @@ CacheKey conv_key(OpTag op, const ConvDims& d, const Conv2dGeometry& g, bool bia
 }
 
 // How activation tensors are described to oneDNN when a primitive is built. dtrain hands the
-// kernels plain tensors for channel counts that are not a multiple of 16 and nChw16c otherwise;
+// kernels plain tensors for channel counts that do not fill the blocks and blocked ones otherwise;
 // for some shapes oneDNN then has only its slow reference kernel (e.g. backward data of a
 // 3-channel first layer with plain dx, or anything producing a plain 10-channel output), so the
 // primitive is built under the first policy that yields a JIT kernel and tensors are reordered
@@ -35,8 +36,9 @@ enum class Policy { kNative, kAnyOdd, kAnyAll, kPlainAll };
 constexpr Policy kPolicies[] = {Policy::kNative, Policy::kAnyOdd, Policy::kAnyAll, Policy::kPlainAll};
 
 memory::desc act_md(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, Policy p) {
-  const bool blocked = c % 16 == 0;
-  memory::format_tag tag = blocked ? memory::format_tag::nChw16c : memory::format_tag::nchw;
+  const Layout native = cpu::compute_layout(c);
+  const bool blocked = native != Layout::kPlain;
+  memory::format_tag tag = cpu::format_tag_of(native);
   if (p == Policy::kPlainAll) tag = memory::format_tag::nchw;
   if ((p == Policy::kAnyOdd && !blocked) || p == Policy::kAnyAll) tag = memory::format_tag::any;
   return {{n, c, h, w}, memory::data_type::f32, tag};

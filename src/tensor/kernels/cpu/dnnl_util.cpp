@@ -52,7 +52,29 @@ void* thread_scratchpad(std::size_t bytes) {
 }
 
 dnnl::memory::desc md4(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, Layout layout) {
-  return {{n, c, h, w}, dt::f32, layout == Layout::kNChw16c ? tag::nChw16c : tag::nchw};
+  return {{n, c, h, w}, dt::f32, format_tag_of(layout)};
+}
+
+dnnl::memory::format_tag format_tag_of(Layout layout) {
+  switch (layout) {
+    case Layout::kNChw16c:
+      return tag::nChw16c;
+    case Layout::kNChw8c:
+      return tag::nChw8c;
+    case Layout::kPlain:
+      break;
+  }
+  return tag::nchw;
+}
+
+Layout blocked_layout() {
+  // The effective ISA honours ONEDNN_MAX_CPU_ISA, so the AVX2 path can be run on an AVX-512 machine.
+  static const Layout layout = [] {
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto avx512 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
+    return (isa & avx512) == avx512 ? Layout::kNChw16c : Layout::kNChw8c;
+  }();
+  return layout;
 }
 
 dnnl::memory::desc md_of(const Tensor& t) {
@@ -115,6 +137,12 @@ PrimitiveCacheBase& primitive_cache() {
 }
 
 }  // namespace dtrain::cpu
+
+namespace dtrain {
+
+Layout cpu_activation_layout(std::int64_t channels) { return cpu::compute_layout(channels); }
+
+}  // namespace dtrain
 
 namespace dtrain {
 
