@@ -65,9 +65,21 @@ double relative_error(const std::vector<float>& got, const json& expected) {
   return worst / scale;
 }
 
+// Gradients are compared at kTol, except those of ResNet-20 through the fast kernels. ResNet-20's
+// gradients are discontinuous in its inputs where a ReLU's input crosses zero, and on this batch
+// the ReLU inputs nearest zero (of 753,664) lie 1e-6 to 1e-5 from it: adding 1e-6 * sin(i) to the
+// images moves its gradients by up to 1.3% (0.5% in L2), and oneDNN's AVX2 kernels, rounding
+// otherwise than its AVX-512 ones, flip the sign of 3 ReLU inputs in stages 1 and 2, which moves
+// single gradient elements there by up to 7% (measured 2026-11-26). The forward pass (logits, loss, batch-norm
+// statistics) is continuous and stays at kTol on every path; the fast kernels' gradients are
+// compared op by op with the reference kernels at 1e-4 in tests/tensor/cpu_kernels_test.cpp.
+constexpr double kTol = 2e-4;
+constexpr double kReluTieTol = 0.15;
+
 struct GoldenCase {
   const char* file;
   bool reference_kernels;
+  double grad_tol = kTol;
 };
 
 class Golden : public ::testing::TestWithParam<GoldenCase> {};
@@ -98,12 +110,12 @@ TEST_P(Golden, ForwardAndBackwardMatchPyTorch) {
   Variable loss = ops::softmax_cross_entropy(logits, Tensor::from_labels(y));
   loss.backward();
 
-  const double tol = 2e-4;
+  const double tol = kTol;
   EXPECT_NEAR(loss.data().item(), g["loss"].get<double>(), 1e-5);
   EXPECT_LT(relative_error(logits.data().to_vector(), g["logits"]), tol) << "logits";
   for (auto& [name, p] : model->named_parameters()) {
     ASSERT_TRUE(p.grad().defined()) << name;
-    EXPECT_LT(relative_error(p.grad().to_vector(), g["grads"][name]), tol) << "gradient of " << name;
+    EXPECT_LT(relative_error(p.grad().to_vector(), g["grads"][name]), GetParam().grad_tol) << "gradient of " << name;
   }
   for (auto& [name, b] : model->named_buffers()) {
     EXPECT_LT(relative_error(b.to_vector(), g["buffers"][name]), tol) << "buffer " << name;
@@ -112,7 +124,8 @@ TEST_P(Golden, ForwardAndBackwardMatchPyTorch) {
 
 INSTANTIATE_TEST_SUITE_P(Models, Golden,
                          ::testing::Values(GoldenCase{"mlp_c1.json", false}, GoldenCase{"lenet_c1.json", false},
-                                           GoldenCase{"resnet20_c3.json", false}, GoldenCase{"resnet20_c1.json", false},
+                                           GoldenCase{"resnet20_c3.json", false, kReluTieTol},
+                                           GoldenCase{"resnet20_c1.json", false, kReluTieTol},
                                            GoldenCase{"mlp_c1.json", true}, GoldenCase{"lenet_c1.json", true},
                                            GoldenCase{"resnet20_c3.json", true}),
                          [](const auto& p) {
