@@ -5,7 +5,8 @@ For each model (W1 mlp, W2 lenet, W3 resnet20), batch (64, 256) and thread count
 `dtrain bench train` and shared/peers/torch_train.py under shared/peers/torch_tuned.sh (glibc malloc
 tunables + the OpenMP build of OpenBLAS: the fair peer), interleaved, REPS times each, and prints
 the medians: samples/s of both, their ratio, dtrain's achieved GFLOP/s against the sgemm ceiling
-(197 GFLOP/s per core with AVX-512), and the peak RSS of both (from /usr/bin/time -v).
+that `dtrain bench train` measures in the same run (about 197 GFLOP/s per core with AVX-512), and
+the peak RSS of both (from /usr/bin/time -v).
 
 usage: bench/train_vs_torch.py [--reps 3] [--models mlp,lenet,resnet20] [--batches 64,256]
                                [--threads 1,2] [--dtrain build/release/bin/dtrain] [--peers ../shared/peers]

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +41,24 @@ TEST(Cli, UnknownModelListsValidOnes) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("unknown model 'vgg'; valid: mlp, lenet, resnet20, resnet32, resnet56"), std::string::npos)
       << r.output;
+}
+
+// The value of `key=` in a bench line (NaN where absent).
+double bench_field(const std::string& line, const std::string& key) {
+  const std::size_t at = line.find(" " + key + "=");
+  return at == std::string::npos ? std::nan("") : std::stod(line.substr(at + key.size() + 2));
+}
+
+TEST(Cli, BenchTrainReportsItsRateAgainstTheSgemmCeilingOfTheSameRun) {
+  // The ceiling is measured on this machine (not a constant of another one), and peak_fraction is
+  // the achieved rate over it.
+  const CommandResult r = run("bench train --model mlp --steps 3 --warmup 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const double gflops = bench_field(r.output, "gflops"), ceiling = bench_field(r.output, "sgemm_gflops");
+  const double fraction = bench_field(r.output, "peak_fraction");
+  ASSERT_GT(ceiling, 0) << r.output;
+  ASSERT_GT(gflops, 0) << r.output;
+  EXPECT_NEAR(fraction, gflops / ceiling, 0.0005 + 0.05 / ceiling) << r.output;  // rounding of the printed values
 }
 
 TEST(Cli, BenchTrainSamplesTheMachineStateThroughTheRun) {
