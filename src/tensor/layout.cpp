@@ -9,6 +9,13 @@ bool layout_supports(Layout layout, const Shape& shape) {
   return shape.rank() == 4 && shape[1] % layout_block(layout) == 0 && shape[1] > 0;
 }
 
+void check_layout_supports(Layout layout, const Shape& shape) {
+  if (!layout_supports(layout, shape)) {
+    throw ShapeError(fmt::format("layout {} needs a 4-D shape with channels a multiple of {}, got {}",
+                                 layout_name(layout), layout_block(layout), shape));
+  }
+}
+
 namespace {
 
 // Between plain and one channel-blocked layout (the other side plain).
@@ -47,12 +54,8 @@ void reorder_host(const Tensor& src, Tensor& dst) {
     std::memcpy(dst.raw_data(), src.raw_data(), src.nbytes());
     return;
   }
-  for (const Layout blocked : {src.layout(), dst.layout()}) {
-    if (!layout_supports(blocked, src.shape())) {
-      throw ShapeError(fmt::format("layout {} needs a 4-D shape with channels a multiple of {}, got {}",
-                                   layout_name(blocked), layout_block(blocked), src.shape()));
-    }
-  }
+  check_layout_supports(src.layout(), src.shape());
+  check_layout_supports(dst.layout(), src.shape());
   if (src.layout() != Layout::kPlain && dst.layout() != Layout::kPlain) {  // one blocking to another
     Tensor plain = Tensor::empty(src.shape(), src.dtype(), src.device(), Layout::kPlain);
     reorder_host(src, plain);

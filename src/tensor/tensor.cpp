@@ -30,10 +30,7 @@ Tensor Tensor::over_external(void* data, const Shape& shape, DType dtype) {
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, Layout layout) {
-  if (!layout_supports(layout, shape)) {
-    throw ShapeError(fmt::format("layout {} needs a 4-D shape with channels a multiple of {}, got {}",
-                                 layout_name(layout), layout_block(layout), shape));
-  }
+  check_layout_supports(layout, shape);
   Tensor t;
   t.shape_ = shape;
   t.numel_ = shape.numel();

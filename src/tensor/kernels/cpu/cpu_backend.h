@@ -1,11 +1,13 @@
 // The fast CPU backend: oneDNN primitives (convolution, pooling, batch norm; activations kept in
-// nChw16c, or nChw8c on CPUs without AVX-512), oneDNN's sgemm or OpenBLAS for linear layers (kernels/cpu/gemm.h), and
-// OpenMP loops for elementwise work. f32 only: other dtypes run on the reference implementation it derives from.
+// nChw16c, or nChw8c on CPUs without AVX-512), oneDNN's sgemm or OpenBLAS for linear layers
+// (kernels/cpu/gemm.h), and OpenMP loops for elementwise work. f32 only: other dtypes run on the
+// reference implementation it derives from.
 //
 // Layouts: 4-D kernels compute in the blocked layout (dnnl_util.h: compute_layout) when the
 // channel count fills its blocks and in plain layout otherwise (inputs in another layout are
-// reordered first). Convolution outputs are blocked when O fills the blocks; pooling, batch norm, relu and elementwise
-// outputs keep their input's layout. Weights, biases and their gradients are always plain.
+// reordered first). Convolution outputs are blocked when O fills the blocks; pooling, batch norm,
+// relu and elementwise outputs keep their input's layout. Weights, biases and their gradients are
+// always plain.
 #pragma once
 
 #include <cstddef>

@@ -142,10 +142,6 @@ namespace dtrain {
 
 Layout cpu_activation_layout(std::int64_t channels) { return cpu::compute_layout(channels); }
 
-}  // namespace dtrain
-
-namespace dtrain {
-
 std::size_t cpu_primitive_cache_size() { return cpu::primitive_cache().size(); }
 std::size_t cpu_primitive_cache_misses() { return cpu::primitive_cache().misses(); }
 
