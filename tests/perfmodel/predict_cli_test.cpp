@@ -81,7 +81,7 @@ TEST(PredictCli, BadInputNamesWhatIsValid) {
   expect_contains(r, "unknown model 'vgg'; valid: mlp, lenet, resnet20, resnet32, resnet56, resnet50");
   r = predict("--profile p200+ib-fdr");
   EXPECT_EQ(r.status, 2);
-  expect_contains(r, "unknown hardware 'p200' in --profile; valid: devices: a100, h100, knl, p100");
+  expect_contains(r, "unknown hardware 'p200' in --profile; valid: devices: a100, h100, h200, knl, p100");
   r = predict("--profile p100+ib-fdr --workers 0,8");
   EXPECT_EQ(r.status, 2);
   expect_contains(r, "--workers: 0 is not valid; workers must be >= 1");

@@ -55,7 +55,7 @@ TEST(Profile, EveryBuiltInFileParsesWithSources) {
   const ProfileNames names = builtin_profile_names();
   EXPECT_GE(names.devices.size(), 6u);
   EXPECT_GE(names.networks.size(), 7u);
-  for (const std::string d : {"p100", "v100", "a100", "h100", "skylake-sp", "knl"}) {
+  for (const std::string d : {"p100", "v100", "a100", "h100", "h200", "skylake-sp", "knl"}) {
     const Profile p = load_profile(d);
     EXPECT_FALSE(p.device.name.empty()) << d;
     for (const Quantity& c : p.device.compute) {
@@ -419,7 +419,7 @@ TEST(Profile, UnknownHardwareListsWhatIsValid) {
     FAIL() << "no error";
   } catch (const InputError& e) {
     expect_contains(e.what(), "unknown hardware 'p200'");
-    expect_contains(e.what(), "devices: a100, h100, knl, p100, skylake-sp, v100");
+    expect_contains(e.what(), "devices: a100, h100, h200, knl, p100, skylake-sp, v100");
     expect_contains(e.what(), "networks: eth-100g, eth-10g, eth-25g, eth-50g, ib-edr, ib-fdr, ib-ndr");
   }
   auto message = [](const std::string& spec) {
