@@ -8,8 +8,9 @@ real card, in two steps, since the GPU machine has PyTorch but not dtrain's buil
   measure  (on the GPU machine) ResNet-50 training steps in PyTorch on the CUDA device, in f32
            with TF32 off (the profiles price f32 on CUDA cores, as dtrain computes), synthetic
            224x224 images, momentum SGD, at each batch: the median over timed steps after warm-up.
-           Also the ceilings the profile's factors are fractions of: f32 SGEMM (8192^3, TF32
-           off) and a device-to-device copy. Prints JSON.
+           Also the kernels a step launches and the time they keep the GPU busy (PyTorch's
+           profiler), and the ceilings the profile's factors are fractions of: f32 SGEMM (8192^3,
+           TF32 off) and a device-to-device copy. Prints JSON.
   compare  (here) `dtrain predict --model resnet50 --workers 1` on the profile for each measured
            batch; prints predicted, measured and the error.
 
@@ -33,6 +34,19 @@ def cuda_seconds(torch, fn, reps):
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end) / 1e3)
     return statistics.median(times)
+
+
+def kernel_seconds(torch, fn, reps):
+    """Kernels per call of fn() and the seconds they keep the GPU busy (the sum of their durations,
+    from PyTorch's profiler): what a step costs without the gaps between kernels."""
+    from torch.profiler import profile, ProfilerActivity
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    busy_us = sum(e.time_range.elapsed_us() for e in events)
+    return len(events) // reps, busy_us / reps / 1e6
 
 
 def measure(a):
@@ -81,8 +95,11 @@ def measure(a):
         torch.cuda.synchronize()
         forward = cuda_seconds(torch, lambda: model(images), a.steps)
         seconds = cuda_seconds(torch, step, a.steps)
-        out["batches"][str(batch)] = {"step_s": seconds, "forward_s": forward, "samples_per_s": batch / seconds}
-        print(f"batch {batch}: {seconds * 1e3:.1f} ms a step, forward {forward * 1e3:.1f} ms", file=sys.stderr)
+        kernels, busy = kernel_seconds(torch, step, 5)
+        out["batches"][str(batch)] = {"step_s": seconds, "forward_s": forward, "samples_per_s": batch / seconds,
+                                      "kernels_per_step": kernels, "kernel_s": busy}
+        print(f"batch {batch}: {seconds * 1e3:.1f} ms a step, forward {forward * 1e3:.1f} ms, {kernels} kernels "
+              f"busy {busy * 1e3:.1f} ms", file=sys.stderr)
         del model, opt, images, labels
         torch.cuda.empty_cache()
     json.dump(out, sys.stdout, indent=1)

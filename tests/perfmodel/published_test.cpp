@@ -40,8 +40,9 @@ TEST(Published, PredictedWithinToleranceOfPublished) {
 // 9.19, median of 30 steps after warm-up, `bench/gpu_spec_check.py measure` on a GPU machine lent
 // for one session (2026-11-26). The H200 computes as the H100 SXM5 does (67 TFLOP/s f32) with
 // faster memory, so both profiles apply; both predict every batch within 25%. The small batches
-// are under-predicted: the measured step has about 8 ms that do not scale with the batch (kernel
-// launches and per-layer fixed costs), which the model, as Paleo's, does not count.
+// are under-predicted: there the card's kernels run below their large-batch rate per image (too
+// little work per layer to fill it; launch gaps are under 2 ms of 38), and a spec-sheet profile
+// has one rate per layer kind whatever the batch.
 TEST(Published, SpecSheetGpuProfilesAgainstAMeasuredH200) {
   struct Measured {
     int batch;
