@@ -19,8 +19,13 @@ is np2 over the two side-by-side processes' summed samples/s: what two processes
 with no communication at all is the ceiling there. On the development VM the two virtual CPUs are
 sometimes placed on cores that contend (a cache-line round trip of about 70 ns, `dtrain bench
 cores`), and then two independent LeNet processes each run 5-10% slower than one alone.
+--by-state samples that round trip through every dtrain run (`--probe-every`, the ranks pausing
+for each sample, outside the timed steps) and prints the medians again per state: runs whose
+every sample is under SPLIT_NS ("shared": the CPUs share a cache), over it ("apart"), and the
+runs that changed state left out.
 
 usage: bench/scaling_vs_ddp.py [--reps 3] [--models mlp,lenet,resnet20] [--dtrain-args "--bucket-mb 4"]
+                               [--pair] [--by-state] [--no-torch]
 Targets (issue 4): efficiency >= 0.95 on lenet and resnet20, above DDP on every model.
 """
 import argparse, collections, os, shlex, subprocess, sys, tempfile
@@ -30,6 +35,38 @@ import benchlib as bl
 # Steps per run: a few seconds each on the development machine (torch DDP as in shared/peers).
 STEPS = {"mlp": 2000, "lenet": 150, "resnet20": 50}
 PHASES = ("forward_ms", "backward_ms", "comm_ms", "update_ms")
+# The development VM's two states are about 70-90 ns and 330-420 ns apart (`dtrain bench cores`).
+SPLIT_NS = 200
+
+
+def state_of(*outs):
+    """'shared', 'apart' or 'mixed': the core round trips that dtrain runs sampled (their
+    core_rt_samples_ns fields), all under SPLIT_NS, all over it, or both."""
+    samples = [float(x) for o in outs for x in str(o.get("core_rt_samples_ns", o.get("core_rt_ns", ""))).split(",")
+               if x not in ("", "-")]
+    if samples and max(samples) < SPLIT_NS:
+        return "shared"
+    if samples and min(samples) > SPLIT_NS:
+        return "apart"
+    return "mixed"
+
+
+def print_by_state(model, runs):
+    """Per state, the medians of the dtrain runs made in it: np=1, np=2 and their efficiency, and the
+    pair where measured."""
+    for state in ("shared", "apart"):
+        one = [v for st, v in runs["d1"] if st == state]
+        two = [v for st, v in runs["d2"] if st == state]
+        pair = [v for st, v in runs["pair"] if st == state]
+        if not one or not two:
+            print(f"  {model:9} {state:6}: np1 runs {len(one)}, np2 runs {len(two)}: not enough to compare")
+            continue
+        eff = bl.median(two) / (2 * bl.median(one))
+        pair_text = (f", pair {bl.median(pair):.0f}/s (n={len(pair)}), pair efficiency "
+                     f"{bl.median(pair) / (2 * bl.median(one)):.2f}, np2 / pair {bl.median(two) / bl.median(pair):.2f}"
+                     if pair else "")
+        print(f"  {model:9} {state:6}: np1 {bl.median(one):.0f}/s (n={len(one)}), np2 {bl.median(two):.0f}/s "
+              f"(n={len(two)}), efficiency {eff:.2f}{pair_text}", flush=True)
 
 
 def timed(cmd):
@@ -61,6 +98,7 @@ def main():
     ap.add_argument("--dtrain-args", default="", help="extra flags of the np=2 dtrain run")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--pair", action="store_true", help="also time two independent np=1 runs side by side")
+    ap.add_argument("--by-state", action="store_true", help="also the medians per machine state (see above)")
     a = ap.parse_args()
     if not a.no_torch:
         bl.require_torch("--no-torch")
@@ -75,10 +113,13 @@ def main():
     for model in a.models.split(","):
         steps = max(1, int(STEPS.get(model, 100) * a.steps_scale))
         r = collections.defaultdict(list)
+        states = collections.defaultdict(list)  # run kind -> (state, samples/s)
         for _ in range(a.reps):
             waited += bl.wait_quiet(a.quiet, a.quiet_max)
             train = ["bench", "train", "--model", model, "--batch", str(a.batch), "--threads", "1", "--steps",
                      str(steps)]
+            if a.by_state:
+                train += ["--probe-every", str(max(1, steps // 4))]
             out, cpu1 = timed([a.dtrain, *train])
             one = bl.fields(out)
             waited += bl.wait_quiet(a.quiet, a.quiet_max)
@@ -87,9 +128,13 @@ def main():
             r["d1"].append(one["samples_per_s"])
             r["d2"].append(two["samples_per_s"])
             r["cpu"].append((cpu1 / steps) / (cpu2 / (2 * steps)))
+            states["d1"].append((state_of(one), one["samples_per_s"]))
+            states["d2"].append((state_of(two), two["samples_per_s"]))
             if a.pair:
                 waited += bl.wait_quiet(a.quiet, a.quiet_max)
-                r["pair"].append(sum(bl.fields(o)["samples_per_s"] for o in side_by_side([a.dtrain, *train], 2)))
+                both = [bl.fields(o) for o in side_by_side([a.dtrain, *train], 2)]
+                r["pair"].append(sum(f["samples_per_s"] for f in both))
+                states["pair"].append((state_of(*both), r["pair"][-1]))
             for k in PHASES:
                 r["p1" + k].append(one[k])
                 r["p2" + k].append(two[k])
@@ -110,6 +155,8 @@ def main():
         phases2 = "/".join(f"{m['p2' + k]:.2f}" for k in PHASES)
         print(f"{model:9} {m['d1']:8.0f} {m['d2']:8.0f} {d_eff:6.2f} {m['cpu']:6.2f} {t1:8.0f} {t2:8.0f} {t2 / (2 * t1):6.2f}  "
               f"{phases1} -> {phases2}{pair}", flush=True)
+        if a.by_state:
+            print_by_state(model, states)
     if a.quiet:
         print(f"# waited {waited:.0f} s in all for moments with at most {a.quiet} runnable threads")
     bl.footer()
