@@ -107,8 +107,16 @@ def measure(a):
 
 
 def compare(a):
-    with open(a.measured) as f:
-        m = json.load(f)
+    try:
+        with open(a.measured) as f:
+            m = json.load(f)
+        m["device"], m["batches"], m["sgemm_tflops"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit(f"cannot read the measurements in {a.measured} ({e!r}): give the JSON that "
+                 f"`bench/gpu_spec_check.py measure` printed on the GPU machine")
+    if not os.path.exists(a.dtrain):
+        sys.exit(f"no dtrain binary at {a.dtrain}: build it (cmake --preset release && cmake --build build/release) "
+                 f"or pass --dtrain PATH")
     print(f"# {m['device']}, PyTorch {m['torch']}, cuDNN {m['cudnn']}: f32 SGEMM {m['sgemm_tflops']:.1f} TFLOP/s, "
           f"device copy {m['copy_gbps']:.0f} GB/s (read + write)")
     print(f"# dtrain predict --model resnet50 --workers 1 --profile {a.profile}")
