@@ -107,13 +107,16 @@ def measure(a):
 
 
 def compare(a):
+    how = "give the JSON that `bench/gpu_spec_check.py measure` printed on the GPU machine"
     try:
         with open(a.measured) as f:
             m = json.load(f)
-        m["device"], m["batches"], m["sgemm_tflops"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        sys.exit(f"cannot read the measurements in {a.measured} ({e!r}): give the JSON that "
-                 f"`bench/gpu_spec_check.py measure` printed on the GPU machine")
+    except (OSError, ValueError) as e:
+        sys.exit(f"cannot read the measurements in {a.measured} ({e}): {how}")
+    missing = [k for k in ("device", "torch", "cudnn", "batches", "sgemm_tflops", "copy_gbps")
+               if not isinstance(m, dict) or k not in m]
+    if missing:
+        sys.exit(f"{a.measured} lacks {', '.join(missing)}: {how}")
     if not os.path.exists(a.dtrain):
         sys.exit(f"no dtrain binary at {a.dtrain}: build it (cmake --preset release && cmake --build build/release) "
                  f"or pass --dtrain PATH")
