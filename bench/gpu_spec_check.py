@@ -17,7 +17,7 @@ real card, in two steps, since the GPU machine has PyTorch but not dtrain's buil
 usage: bench/gpu_spec_check.py measure [--batches 32,64,128,256] [--steps 30] > measured.json
        bench/gpu_spec_check.py compare measured.json [--profile h100] [--dtrain build/release/bin/dtrain]
 """
-import argparse, json, os, statistics, subprocess, sys, time
+import argparse, json, os, statistics, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)

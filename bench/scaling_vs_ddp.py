@@ -61,12 +61,11 @@ def print_by_state(model, runs):
         if not one or not two:
             print(f"  {model:9} {state:6}: np1 runs {len(one)}, np2 runs {len(two)}: not enough to compare")
             continue
-        eff = bl.median(two) / (2 * bl.median(one))
+        m1, m2 = bl.median(one), bl.median(two)
         pair_text = (f", pair {bl.median(pair):.0f}/s (n={len(pair)}), pair efficiency "
-                     f"{bl.median(pair) / (2 * bl.median(one)):.2f}, np2 / pair {bl.median(two) / bl.median(pair):.2f}"
-                     if pair else "")
-        print(f"  {model:9} {state:6}: np1 {bl.median(one):.0f}/s (n={len(one)}), np2 {bl.median(two):.0f}/s "
-              f"(n={len(two)}), efficiency {eff:.2f}{pair_text}", flush=True)
+                     f"{bl.median(pair) / (2 * m1):.2f}, np2 / pair {m2 / bl.median(pair):.2f}" if pair else "")
+        print(f"  {model:9} {state:6}: np1 {m1:.0f}/s (n={len(one)}), np2 {m2:.0f}/s "
+              f"(n={len(two)}), efficiency {m2 / (2 * m1):.2f}{pair_text}", flush=True)
 
 
 def timed(cmd):
