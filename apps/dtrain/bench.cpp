@@ -30,6 +30,7 @@ struct BenchTrainOptions {
   std::string comm_dtype = "f32";
   double bucket_mb = 1.0;
   bool double_buffering = false;
+  bool private_weights = false;
   std::string chunk_kb = "auto";
   std::string gemm = "onednn";
   int probe_every = 0;  // steps between samples of the core round trip (0: at the start and end only)
@@ -65,13 +66,17 @@ int bench_train(const BenchTrainOptions& o) {
   // Under mpirun every rank runs data-parallel steps on its own batch of o.batch samples.
   ProcessGroup group = join_process_group(300, o.chunk_kb);
   std::unique_ptr<Updater> updater;
+  bool shared_weights = false;
   if (group.active()) {
     DataParallelConfig dp;
     dp.algorithm = comm::parse_algorithm(o.allreduce);
     dp.comm_dtype = parse_dtype(o.comm_dtype);
     dp.bucket_bytes = static_cast<std::size_t>(o.bucket_mb * (1 << 20));
     dp.double_buffering = o.double_buffering;
-    updater = std::make_unique<DataParallelUpdater>(*model, *opt, *group.worker, dp);
+    dp.shared_weights = !o.private_weights;
+    auto dpu = std::make_unique<DataParallelUpdater>(*model, *opt, *group.worker, dp);
+    shared_weights = dpu->shares_weights();
+    updater = std::move(dpu);
   } else {
     updater = std::make_unique<StandardUpdater>(*model, *opt);
   }
@@ -118,7 +123,8 @@ int bench_train(const BenchTrainOptions& o) {
       "peak_fraction={:.3f} sgemm_gflops={:.1f} train_mflop_per_sample={:.1f} peak_rss_mb={:.1f} "
       "minor_faults_per_step={:.1f} "
       "blas={} gemm={} ranks={} forward_ms={:.3f} backward_ms={:.3f} comm_ms={:.3f} update_ms={:.3f} "
-      "tensor_peak_mb={:.1f} tensor_cached_mb={:.1f} chunk_kb={} core_rt_ns={:.0f},{:.0f} core_rt_samples_ns={}\n",
+      "tensor_peak_mb={:.1f} tensor_cached_mb={:.1f} chunk_kb={} core_rt_ns={:.0f},{:.0f} core_rt_samples_ns={} "
+      "shared_weights={}\n",
       o.model, o.batch, o.threads, o.steps, samples_per_s, 1e3 * seconds / o.steps, gflops / group.size,
       gflops / group.size / ceiling, ceiling, (cost.forward_flops + cost.backward_flops) / 1e6, after.peak_rss_mb,
       static_cast<double>(after.minor_faults - before.minor_faults) / o.steps, openblas_build(), o.gemm, group.size,
@@ -126,7 +132,7 @@ int bench_train(const BenchTrainOptions& o) {
       1e3 * phases.update / o.steps, static_cast<double>(memory.peak_bytes_in_use) / (1 << 20),
       static_cast<double>(memory.bytes_cached) / (1 << 20),
       group.active() ? group.comm->options().chunk_bytes >> 10 : 0, core_rt_start * 1e9, core_rt_end * 1e9,
-      core_rt.empty() ? "-" : fmt::format("{:.0f}", fmt::join(scaled(core_rt, 1e9), ",")));
+      core_rt.empty() ? "-" : fmt::format("{:.0f}", fmt::join(scaled(core_rt, 1e9), ",")), shared_weights);
   return 0;
 }
 
@@ -156,6 +162,9 @@ Action register_bench(CLI::App& app) {
       ->capture_default_str();
   train->add_option("--bucket-mb", o->bucket_mb, "Under mpirun: gradient bucket size in MiB")->capture_default_str();
   train->add_flag("--double-buffering", o->double_buffering, "Under mpirun: one-step-stale gradients");
+  train->add_flag("--private-weights", o->private_weights,
+                  "Under mpirun with shm: every rank keeps its own weights and makes the whole update (by "
+                  "default the ranks share one copy and each updates its part)");
   add_chunk_flag(*train, o->chunk_kb);
   train
       ->add_option("--probe-every", o->probe_every,

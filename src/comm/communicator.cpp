@@ -63,8 +63,12 @@ bool Communicator::allreduce_scaled(float* data, std::size_t count, float scale,
   return allreduce_then_scale(data, count, DType::kF32, algorithm, &scale);
 }
 
+bool Communicator::reduce_scatter_scaled(float* data, std::size_t count, float scale, Algorithm algorithm) {
+  return allreduce_then_scale(data, count, DType::kF32, algorithm, &scale, true);
+}
+
 bool Communicator::allreduce_then_scale(void* data, std::size_t count, DType dtype, Algorithm algorithm,
-                                        const float* scale) {
+                                        const float* scale, bool own_block_only) {
   check_reducible(dtype, "allreduce");
   if (algorithm == Algorithm::kMpi && !transport_->has_native_allreduce()) {
     transport_->native_allreduce(data, count, dtype);  // throws the InputError explaining why
@@ -99,7 +103,7 @@ bool Communicator::allreduce_then_scale(void* data, std::size_t count, DType dty
                           "cannot (transport '{}'); pick ring|tree|butterfly|onetoall|mpi|auto",
                           size(), transport_->name()));
         }
-        finite = shared_->allreduce(c, data, count, dtype, scale);
+        finite = shared_->allreduce(c, data, count, dtype, scale, own_block_only);
         return;  // scaled and checked inside
       case Algorithm::kAuto:
         throw InternalError("auto resolved above");
@@ -154,6 +158,10 @@ bool Communicator::shares_memory() {
 
 std::span<std::byte> Communicator::allocate_shared(std::size_t bytes) {
   return shared_->allocate(*transport_, bytes, Deadline::after(options_.timeout_seconds));
+}
+
+std::span<std::byte> Communicator::allocate_shared_common(std::size_t bytes) {
+  return shared_->allocate_common(*transport_, 0, bytes, Deadline::after(options_.timeout_seconds));
 }
 
 void Communicator::barrier() {

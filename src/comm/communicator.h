@@ -78,6 +78,12 @@ class Communicator {
   // gradient and its NaN check. kShm does both inside the reduction, on each block while it is in
   // cache; the other algorithms make one pass after the sum (comm/reduce.h: scale_all_finite).
   bool allreduce_scaled(float* data, std::size_t count, float scale, Algorithm algorithm = Algorithm::kAuto);
+  // As allreduce_scaled where a rank needs only its own block of the result (algorithms/
+  // collective.h: block_of(count, size(), rank())), as ranks that share their weights do
+  // (parallel/shared_weights.h): kShm then leaves the other blocks as they were, saving the copy
+  // of every sum to the other ranks ((p-1)/p of the bytes it writes); the other algorithms make
+  // the whole result. The verdict covers every block, the same on every rank.
+  bool reduce_scatter_scaled(float* data, std::size_t count, float scale, Algorithm algorithm = Algorithm::kAuto);
   // Copies `bytes` bytes from rank `root` to every rank (binomial tree, pipelined in chunks).
   void broadcast(void* data, std::size_t bytes, int root);
   // In place: data holds size() blocks of bytes_per_rank; this rank's block (at rank() *
@@ -98,11 +104,16 @@ class Communicator {
   // new region (kept until the communicator dies); empty where !shares_memory(). allreduce(kShm)
   // on a buffer inside it reads and writes it in place, with no copy (algorithms/shared_memory.h).
   std::span<std::byte> allocate_shared(std::size_t bytes);
+  // Collective: `bytes` of zeroed memory in one region that every rank of the host reads and
+  // writes, rank 0's (each rank gets its own address of it); empty where !shares_memory(). For
+  // one copy of data the ranks share, as the weights (parallel/shared_weights.h).
+  std::span<std::byte> allocate_shared_common(std::size_t bytes);
 
  private:
   template <typename Body>
   void run(int kind, Algorithm algorithm, Body&& body);
-  bool allreduce_then_scale(void* data, std::size_t count, DType dtype, Algorithm algorithm, const float* scale);
+  bool allreduce_then_scale(void* data, std::size_t count, DType dtype, Algorithm algorithm, const float* scale,
+                            bool own_block_only = false);
 
   std::unique_ptr<Transport> owned_;
   Transport* transport_;

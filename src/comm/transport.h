@@ -90,7 +90,8 @@ class Transport {
 
   // Collective: every rank gets `bytes_per_rank` bytes (zeroed) that every other rank can address
   // (shared_memory.h), or every rank gets null where the ranks cannot share memory (more than one
-  // host, or a backend without it).
+  // host, or a backend without it). Ranks may ask for different sizes (0 included): each region's
+  // size is its owner's.
   virtual std::unique_ptr<SharedRegion> allocate_shared(std::size_t bytes_per_rank, const Deadline& deadline);
   // Throws the CommError a wait of this transport would throw if the world was torn down (the
   // local backend aborts every rank when one fails); spin-waits on shared memory call it.

@@ -12,11 +12,11 @@ class Adam : public Optimizer {
   std::string name() const override { return "adam"; }
 
  protected:
-  void update(std::size_t i, Tensor& w, const Tensor& g) override {
+  void update(Tensor& w, const Tensor& g, std::span<Tensor> state) override {
     AdamHyper h = hyper_;
     h.lr = lr();
     h.step = steps() + 1;
-    dispatch(w).adam_update(w, g, slot(0, i), slot(1, i), h);
+    dispatch(w).adam_update(w, g, state[0], state[1], h);
   }
   std::vector<std::string> slot_names() const override { return {"exp_avg", "exp_avg_sq"}; }
 

@@ -11,13 +11,59 @@ Optimizer::Optimizer(std::vector<Variable> params, double lr) : params_(std::mov
 }
 
 void Optimizer::step() {
+  std::vector<Tensor> state(slot_names().size());
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Variable& p = params_[i];
     if (!p.grad().defined()) continue;
     check_same_shape(p.grad(), p.data(), "optimizer step (gradient vs parameter)");
-    update(i, p.data(), p.grad());
+    for (std::size_t s = 0; s < state.size(); ++s) state[s] = slot(s, i);
+    update(p.data(), p.grad(), state);
   }
   ++steps_;
+}
+
+namespace {
+
+// Elements [lo, hi) of t's storage as a flat plain tensor (t outlives it).
+Tensor storage_range(const Tensor& t, std::int64_t lo, std::int64_t hi) {
+  auto* base = static_cast<std::byte*>(t.raw_data()) + static_cast<std::size_t>(lo) * dtype_size(t.dtype());
+  return Tensor::over_external(base, Shape{hi - lo}, t.dtype());
+}
+
+}  // namespace
+
+void Optimizer::step_ranges(std::span<const Range> ranges) {
+  DT_CHECK(ranges.size() == params_.size(), "step_ranges: {} ranges for {} parameters", ranges.size(), params_.size());
+  std::vector<Tensor> state(slot_names().size());
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    Variable& p = params_[i];
+    if (!p.grad().defined()) continue;
+    check_same_shape(p.grad(), p.data(), "optimizer step (gradient vs parameter)");
+    Tensor& w = p.data();
+    const auto [lo, hi] = ranges[i];
+    DT_CHECK(0 <= lo && lo <= hi && hi <= w.numel(), "step_ranges: [{}, {}) outside {} elements", lo, hi, w.numel());
+    if (lo == hi) continue;
+    // The gradient in the weights' layout, so that one storage range holds the same elements.
+    const Tensor g = p.grad().to_layout(w.layout());
+    for (std::size_t s = 0; s < state.size(); ++s) {
+      const Tensor& whole = slot(s, i);
+      DT_CHECK(whole.layout() == w.layout(), "optimizer state layout differs from its parameter's");
+      state[s] = storage_range(whole, lo, hi);
+    }
+    Tensor w_part = storage_range(w, lo, hi);
+    update(w_part, storage_range(g, lo, hi), state);
+  }
+  ++steps_;
+}
+
+void Optimizer::step_part(int part, int parts) {
+  DT_CHECK(parts >= 1 && part >= 0 && part < parts, "step_part({}, {})", part, parts);
+  std::vector<Range> ranges;
+  for (const Variable& p : params_) {
+    const std::int64_t n = p.data().numel();
+    ranges.push_back({n * part / parts, n * (part + 1) / parts});
+  }
+  step_ranges(ranges);
 }
 
 void Optimizer::zero_grad() {
@@ -34,6 +80,18 @@ Tensor& Optimizer::slot(std::size_t slot_index, std::size_t param_index) {
 void Optimizer::ensure_state() {
   for (std::size_t s = 0; s < slot_names().size(); ++s) {
     for (std::size_t i = 0; i < params_.size(); ++i) slot(s, i);
+  }
+}
+
+void Optimizer::relocate_state(const std::function<Tensor(const Tensor&)>& allocate) {
+  ensure_state();
+  for (auto& per_param : slots_) {
+    for (Tensor& t : per_param) {
+      Tensor moved = allocate(t);
+      DT_CHECK(moved.shape() == t.shape() && moved.dtype() == t.dtype() && moved.layout() == t.layout(),
+               "relocated optimizer state {} differs from {}", moved.describe(), t.describe());
+      t = std::move(moved);
+    }
   }
 }
 

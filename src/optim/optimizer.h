@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +21,19 @@ class Optimizer {
 
   // One update of every parameter that has a gradient.
   void step();
+  // The same update of a range of every parameter: elements [ranges[i].begin, ranges[i].end) of
+  // parameter i's storage, gradient and state (the updates are elementwise, and a parameter, its
+  // gradient and its state share one layout). Ranks that share one copy of the weights and the
+  // state split the update this way (parallel/shared_weights.h): calls whose ranges cover every
+  // element once equal one step(). Each call counts as one step (Adam's bias correction): in a
+  // data-parallel step every rank makes one call, on its own optimizer.
+  struct Range {
+    std::int64_t begin = 0, end = 0;
+  };
+  void step_ranges(std::span<const Range> ranges);
+  // step_ranges with part `part` of `parts` of every parameter: [numel*part/parts,
+  // numel*(part+1)/parts).
+  void step_part(int part, int parts);
   void zero_grad();
   double lr() const { return lr_; }
   void set_lr(double lr) { lr_ = lr; }
@@ -31,15 +46,19 @@ class Optimizer {
   // checkpoints; allocated on first use, so call after one step or after ensure_state().
   std::vector<std::pair<std::string, Tensor>> state();
   void ensure_state();
+  // Moves every state tensor into memory from `allocate` (given the tensor to copy, it returns a
+  // tensor of the same shape, dtype and layout); allocates the state first.
+  void relocate_state(const std::function<Tensor(const Tensor&)>& allocate);
 
  protected:
-  // Updates parameter i (its gradient is defined).
-  virtual void update(std::size_t i, Tensor& w, const Tensor& g) = 0;
+  // Updates w from its gradient g and its state tensors (one per slot_names(), same shape as w).
+  virtual void update(Tensor& w, const Tensor& g, std::span<Tensor> state) = 0;
   // Names of the state slots each parameter has ("momentum"; Adam: "m", "v").
   virtual std::vector<std::string> slot_names() const = 0;
-  Tensor& slot(std::size_t slot_index, std::size_t param_index);
 
  private:
+  Tensor& slot(std::size_t slot_index, std::size_t param_index);
+
   std::vector<Variable> params_;
   double lr_;
   std::int64_t steps_ = 0;

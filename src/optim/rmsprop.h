@@ -12,10 +12,10 @@ class Rmsprop : public Optimizer {
   std::string name() const override { return "rmsprop"; }
 
  protected:
-  void update(std::size_t i, Tensor& w, const Tensor& g) override {
+  void update(Tensor& w, const Tensor& g, std::span<Tensor> state) override {
     RmspropHyper h = hyper_;
     h.lr = lr();
-    dispatch(w).rmsprop_update(w, g, slot(0, i), h);
+    dispatch(w).rmsprop_update(w, g, state[0], h);
   }
   std::vector<std::string> slot_names() const override { return {"square_avg"}; }
 

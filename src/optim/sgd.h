@@ -15,10 +15,10 @@ class Sgd : public Optimizer {
   double momentum() const { return hyper_.momentum; }
 
  protected:
-  void update(std::size_t i, Tensor& w, const Tensor& g) override {
+  void update(Tensor& w, const Tensor& g, std::span<Tensor> state) override {
     SgdHyper h = hyper_;
     h.lr = lr();
-    dispatch(w).sgd_update(w, g, slot(0, i), h);
+    dispatch(w).sgd_update(w, g, state[0], h);
   }
   std::vector<std::string> slot_names() const override { return {"momentum"}; }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "comm/algorithms/collective.h"
 #include "comm/communicator.h"
 #include "comm/reduce.h"
 #include "tensor/allocator.h"
@@ -180,12 +181,25 @@ void GradientBuckets::reduce(comm::Communicator& comm, std::size_t bucket, int s
   s.bad[bucket].clear();
   if (scale_in_allreduce_) {
     // Every gradient of the bucket is unscaled (add); the allreduce scales and checks the sums.
-    const bool finite = comm.allreduce_scaled(data, n, grad_scale_, algorithm);
+    const bool finite = own_block_only_ ? comm.reduce_scatter_scaled(data, n, grad_scale_, algorithm)
+                                        : comm.allreduce_scaled(data, n, grad_scale_, algorithm);
+    // Where the sums are: the whole bucket, or this rank's block of it.
+    const comm::detail::Block sums =
+        own_block_only_ ? comm::detail::block_of(n, comm.size(), comm.rank()) : comm::detail::Block{0, n};
     for (std::size_t p : layout_.buckets[bucket]) {
       s.unscaled[p] = 0;
-      if (!finite && s.bad[bucket].empty() && !comm::all_finite(data + layout_.offset[p], count_of(p))) {
-        s.bad[bucket] = names_[p];
+      const auto slot = static_cast<std::size_t>(layout_.offset[p]);
+      const std::size_t begin = std::max(slot, sums.offset),
+                        end = std::min(slot + count_of(p), sums.offset + sums.count);
+      if (!finite && s.bad[bucket].empty() && begin < end && !comm::all_finite(data + begin, end - begin)) {
+        s.bad[bucket] = fmt::format("'{}'", names_[p]);
       }
+    }
+    if (!finite && s.bad[bucket].empty()) {
+      // Another rank's block holds it: name every parameter of the bucket.
+      std::vector<std::string> quoted;
+      for (std::size_t p : layout_.buckets[bucket]) quoted.push_back(fmt::format("'{}'", names_[p]));
+      s.bad[bucket] = fmt::format("{} (summed on another rank)", fmt::join(quoted, " or "));
     }
     return;
   }
@@ -218,7 +232,7 @@ void GradientBuckets::reduce(comm::Communicator& comm, std::size_t bucket, int s
     s.unscaled[p] = 0;
     const bool finite =
         scale_now ? comm::scale_all_finite(x, count_of(p), grad_scale_) : comm::all_finite(x, count_of(p));
-    if (!finite && s.bad[bucket].empty()) s.bad[bucket] = names_[p];
+    if (!finite && s.bad[bucket].empty()) s.bad[bucket] = fmt::format("'{}'", names_[p]);
   }
 }
 
@@ -249,6 +263,11 @@ std::string GradientBuckets::non_finite_parameter(int set) const {
     if (!b.empty()) return b;
   }
   return "";
+}
+
+bool GradientBuckets::set_own_block_only() {
+  own_block_only_ = scale_in_allreduce_;
+  return own_block_only_;
 }
 
 std::size_t GradientBuckets::total_bytes() const {

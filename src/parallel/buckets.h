@@ -116,14 +116,22 @@ class GradientBuckets {
   // finite (the first parameter that is not is remembered for the caller).
   void reduce(comm::Communicator& comm, std::size_t bucket, int set, comm::Algorithm algorithm);
   // The gradient of parameter i in set `set`: a view into the bucket (no copy); the allreduced
-  // mean once reduce() ran.
+  // mean once reduce() ran (in this rank's block only, after set_own_block_only()).
   Tensor gradient(std::size_t param, int set) const;
   // Whether the bucket holds an adopted gradient in set `set` this step (for tests and traces).
   bool adopted(std::size_t bucket, int set) const;
   // Whether parameter i's gradient was written straight into its slot this step (no copy).
   bool written_in_place(std::size_t param, int set) const;
-  // Name of the first parameter with a NaN or Inf after the last reduce of `set` ("" if none).
+  // The first parameter with a NaN or Inf after the last reduce of `set`, quoted ("'fc.weight'"),
+  // "" if none. Where only this rank's block is summed (set_own_block_only) and another rank's
+  // block holds it, every parameter of its bucket ("'a' or 'b' (summed on another rank)").
   std::string non_finite_parameter(int set) const;
+  // From now on, with f32 buckets in shared memory (shm): each rank needs the sums of its own
+  // block of every bucket only (collective.h: block_of), as ranks that share their weights
+  // update just that block (shared_weights.h); the other blocks of gradient() keep this rank's
+  // own unsummed values. Saves the copy of every sum to the other ranks. Returns whether it
+  // applies (false for any other allreduce, which sums everything anyway).
+  bool set_own_block_only();
   std::size_t total_bytes() const;
 
  private:
@@ -138,6 +146,7 @@ class GradientBuckets {
   // f32 buckets in shared memory (shm): every gradient enters its slot unscaled, and the
   // allreduce scales the sums and checks them while it makes them (Communicator::allreduce_scaled).
   bool scale_in_allreduce_;
+  bool own_block_only_ = false;
   // The bucket's own buffer in set `set`, allocated on first use for one-parameter buckets.
   Tensor& owned_buffer(int set, std::size_t bucket);
 

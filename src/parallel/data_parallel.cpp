@@ -54,6 +54,11 @@ DataParallelUpdater::DataParallelUpdater(Module& model, Optimizer& optimizer, Co
   }
   buckets_ = std::make_unique<GradientBuckets>(params_, names_, config_.bucket_bytes, config_.comm_dtype, sets,
                                                grad_scale, shared);
+  if (config_.shared_weights && config_.algorithm == comm::Algorithm::kShm && !config_.double_buffering &&
+      SharedWeights::supported(params_)) {
+    shared_weights_ = std::make_unique<SharedWeights>(params_, optimizer_, worker_, buckets_->layout());
+    buckets_->set_own_block_only();  // each rank reads the sums of the blocks it updates only
+  }
   tickets_.assign(static_cast<std::size_t>(sets), 0);
   pending_.assign(static_cast<std::size_t>(sets), false);
   for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -122,20 +127,28 @@ void DataParallelUpdater::forward_backward(const Batch& batch, std::int64_t iter
 
 void DataParallelUpdater::apply(int set, std::int64_t iteration, StepResult& r) {
   Stopwatch sw;
+  if (shared_weights_) {
+    // No rank reads the weights again this step once every rank is here (shared_weights.h).
+    tickets_[static_cast<std::size_t>(set)] = worker_.submit([](comm::Communicator& c) { c.barrier(); });
+  }
   worker_.wait(tickets_[static_cast<std::size_t>(set)]);
   r.times.comm += sw.seconds();
   pending_[static_cast<std::size_t>(set)] = false;
   const std::string bad = buckets_->non_finite_parameter(set);
   if (!bad.empty()) {
     throw NumericError(
-        fmt::format("NaN or Inf in the allreduced gradient of '{}' at step {}; training stopped "
+        fmt::format("NaN or Inf in the allreduced gradient of {} at step {}; training stopped "
                     "before the update. Lower --lr or add --warmup-epochs",
                     bad, iteration));
   }
   sw.reset();
   if (observer_ != nullptr) observer_->update_begin();
   for (std::size_t i = 0; i < params_.size(); ++i) params_[i].set_grad(buckets_->gradient(i, set));
-  optimizer_.step();
+  if (shared_weights_) {
+    shared_weights_->update();
+  } else {
+    optimizer_.step();
+  }
   if (observer_ != nullptr) observer_->update_end();
   r.times.update += sw.seconds();
 }

@@ -10,7 +10,8 @@
 //      complete bucket is handed to the communication thread at once, which optionally casts it
 //      to f16/bf16 and allreduces it while backward goes on;
 //   3. the update waits for the buckets (that wait is the exposed communication, "comm" in the
-//      metrics log) and applies the averaged gradients.
+//      metrics log) and applies the averaged gradients; where the ranks share their weights
+//      (shm, parallel/shared_weights.h) each applies its part of them.
 // With double buffering (ChainerMN's DoubleBufferingOptimizer), step t's update uses the
 // gradients allreduced during step t-1, so communication overlaps a whole step at the price of
 // one step of staleness; the first step only communicates, and flush() applies the last one.
@@ -24,6 +25,7 @@
 #include "comm/algorithm.h"
 #include "parallel/buckets.h"
 #include "parallel/comm_worker.h"
+#include "parallel/shared_weights.h"
 #include "train/trace_hooks.h"
 #include "train/updater.h"
 
@@ -36,6 +38,9 @@ struct DataParallelConfig {
   std::size_t bucket_bytes = std::size_t{1} << 20;
   bool double_buffering = false;
   int accumulate = 1;  // micro-batches per step
+  // With shm and without double buffering: one copy of the weights and optimizer state in the
+  // ranks' shared memory, each rank updating its part (parallel/shared_weights.h).
+  bool shared_weights = true;
 };
 
 class DataParallelUpdater : public Updater {
@@ -50,6 +55,8 @@ class DataParallelUpdater : public Updater {
   // The allreduce the buckets use: the configured one, or what kAuto resolved to at start-up
   // (shm, or kAuto again: the communicator's choice per bucket).
   comm::Algorithm algorithm() const { return config_.algorithm; }
+  // Whether the ranks share one copy of the weights and split the update (shared_weights.h).
+  bool shares_weights() const { return shared_weights_ != nullptr; }
   // Each bucket's allreduce and the update, for traces; null to stop. Must outlive the jobs
   // submitted while it is set.
   void set_observer(UpdateObserver* observer) { observer_ = observer; }
@@ -67,6 +74,7 @@ class DataParallelUpdater : public Updater {
   std::vector<Variable> params_;
   std::vector<std::string> names_;
   std::unique_ptr<GradientBuckets> buckets_;
+  std::unique_ptr<SharedWeights> shared_weights_;
   std::span<std::byte> shared_;        // the buckets' shared memory (shm), owned by the communicator
   int set_ = 0;                        // buffer set of the step in progress
   bool collecting_ = false;            // hooks copy gradients (last micro-batch only)

@@ -170,6 +170,10 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   StepPrediction s;
   const bool distributed = c.workers > 1;
   const double k = c.accumulate;
+  // Ranks that share one copy of the weights (shm without double buffering) each update 1/p of
+  // them (parallel/shared_weights.h), at the rate calibrated with every rank updating at once.
+  const bool shared_weights = distributed && c.algorithm == comm::Algorithm::kShm && !c.double_buffering;
+  const double update = shared_weights ? plan.update / c.workers : plan.update;
   const std::size_t layers = w.layers.size();
   // The compute thread's items: forward and backward of each micro-batch, layer by layer. In the
   // last backward each parameter's grad-ready hook copies its gradient into its bucket as soon as
@@ -273,7 +277,7 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
       s.buckets.push_back(bt);
     }
   }
-  sim.update = plan.update;
+  sim.update = update;
   // The network's burst allowance, in seconds of its link time; on one node no bucket has a
   // network transfer to spend it on (allreduce_time.h).
   if (distributed && p.network) sim.burst = p.network->burst_bytes() / p.network->bandwidth.value;
@@ -293,7 +297,7 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
 
   const double fwd = k * plan.forward;
   const double bwd = k * plan.backward + copies;
-  s.compute = fwd + bwd + plan.update;
+  s.compute = fwd + bwd + update;
   s.comm = 0;
   for (double x : sim.bucket_seconds) s.comm += x;
   s.data = data;

@@ -1,8 +1,11 @@
+#include "optim/optimizer.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <span>
 
-#include "optim/optimizer.h"
+#include "core/random.h"
 #include "optim/schedule.h"
 #include "tensor/backend.h"
 
@@ -114,6 +117,83 @@ TEST(Optimizer, QuadraticConverges) {
     }
     for (float v : w.data().to_vector()) EXPECT_NEAR(v, 0.0, 0.05) << name;
   }
+}
+
+TEST(Optimizer, PartsOfTheUpdateEqualTheWholeStepBitForBit) {
+  // Ranks that share one copy of the weights each update a part (parallel/shared_weights.h): the
+  // parts, each on its own elements, must give exactly the weights and state of one step().
+  Rng rng(3);
+  for (const std::string name : {"sgd", "rmsprop", "adam"}) {
+    OptimizerConfig c;
+    c.name = name;
+    c.lr = 0.05;
+    c.weight_decay = 0.01;
+    c.nesterov = name == "sgd";
+    // Shapes whose sizes do not divide by the parts, and a one-element bias that some parts skip.
+    const std::vector<Shape> shapes{{7, 3}, {1}, {2, 5, 3}};
+    std::vector<Variable> whole, parted;
+    for (const Shape& s : shapes) {
+      Tensor t = Tensor::empty(s);
+      for (float& x : std::span(t.data<float>(), static_cast<std::size_t>(t.numel())))
+        x = static_cast<float>(rng.uniform(-1, 1));
+      whole.emplace_back(t.clone(), true);
+      parted.emplace_back(t.clone(), true);
+    }
+    auto one = make_optimizer(c, whole), split = make_optimizer(c, parted);
+    constexpr int kParts = 3;
+    for (int step = 0; step < 4; ++step) {
+      for (std::size_t i = 0; i < shapes.size(); ++i) {
+        Tensor g = Tensor::empty(shapes[i]);
+        for (float& x : std::span(g.data<float>(), static_cast<std::size_t>(g.numel())))
+          x = static_cast<float>(rng.uniform(-1, 1));
+        whole[i].set_grad(g.clone());
+        parted[i].set_grad(g.clone());
+      }
+      one->step();
+      // Each part counts as the step it is on its rank, so every part sees the same step count.
+      for (int part = 0; part < kParts; ++part) {
+        split->set_steps(step);
+        split->step_part(part, kParts);
+      }
+      EXPECT_EQ(split->steps(), one->steps());
+    }
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      EXPECT_EQ(whole[i].data().to_vector(), parted[i].data().to_vector()) << name << " parameter " << i;
+    }
+    const auto a = one->state(), b = split->state();
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      EXPECT_EQ(a[k].second.to_vector(), b[k].second.to_vector()) << name << " " << a[k].first;
+    }
+  }
+}
+
+TEST(Optimizer, RangesOutsideTheParameterAreRefused) {
+  Variable w = param({1.0f, 2.0f});
+  auto opt = make_optimizer({}, {w});
+  set_grad(w, {1.0f, 1.0f});
+  const std::vector<Optimizer::Range> past_end{{1, 3}};
+  EXPECT_THROW(opt->step_ranges(past_end), InternalError);
+  const std::vector<Optimizer::Range> too_many{{0, 1}, {0, 1}};
+  EXPECT_THROW(opt->step_ranges(too_many), InternalError);
+}
+
+TEST(Optimizer, RelocatedStateKeepsItsValuesAndIsWhereItWasPut) {
+  Variable w = param({1.0f, 2.0f, 3.0f});
+  auto opt = make_optimizer({}, {w});
+  set_grad(w, {1.0f, 1.0f, 1.0f});
+  opt->step();
+  const std::vector<float> momentum = opt->state()[0].second.to_vector();
+  std::vector<float> elsewhere(3, 0.0f);
+  opt->relocate_state([&](const Tensor& t) {
+    Tensor moved = Tensor::over_external(elsewhere.data(), t.shape());
+    moved.copy_from(t);
+    return moved;
+  });
+  EXPECT_EQ(elsewhere, momentum);
+  EXPECT_EQ(opt->state()[0].second.raw_data(), static_cast<void*>(elsewhere.data()));
+  opt->step();  // updates the relocated state in place
+  EXPECT_NE(elsewhere, momentum);
 }
 
 TEST(Optimizer, UnknownNameListsValidOnes) {

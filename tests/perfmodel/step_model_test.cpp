@@ -292,13 +292,33 @@ TEST(StepModel, ShmWithF32CopiesEveryGradientIntoSharedMemory) {
   EXPECT_NEAR(compute_extra(Algorithm::kShm, DType::kF32), copies, 1e-9);
   EXPECT_NEAR(compute_extra(Algorithm::kShm, DType::kF16), 0, 1e-12);
   EXPECT_NEAR(compute_extra(Algorithm::kRing, DType::kF32), 0, 1e-12);
-  // Buckets of many parameters copy with every algorithm alike.
+  // Buckets of many parameters copy with every algorithm alike (shm's ranks also split the
+  // update: SharedWeightsSplitTheUpdate).
   const Workload small = params_first(12, 100000);
   c.comm_dtype = DType::kF32;
   c.algorithm = Algorithm::kShm;
   const double shm = predict_step(small, slow, c).compute;
   c.algorithm = Algorithm::kRing;
-  EXPECT_NEAR(shm, predict_step(small, slow, c).compute, 1e-12);
+  const StepPrediction ring = predict_step(small, slow, c);
+  EXPECT_NEAR(shm, ring.compute - ring.phases.update / 2, 1e-12);
+}
+
+TEST(StepModel, SharedWeightsSplitTheUpdate) {
+  // With shm and without double buffering the ranks share one copy of the weights and each
+  // updates 1/p of it (parallel/shared_weights.h); with double buffering every rank updates all.
+  const Workload w = params_first(12, 100000);
+  const Profile p = test_profile(8, 1e-6, 1e9, 1e12, 1e12);
+  for (int workers : {2, 4}) {
+    RunConfig c;
+    c.workers = workers;
+    c.algorithm = Algorithm::kRing;
+    const double whole = predict_step(w, p, c).phases.update;
+    ASSERT_GT(whole, 0);
+    c.algorithm = Algorithm::kShm;
+    EXPECT_NEAR(predict_step(w, p, c).phases.update, whole / workers, 1e-12) << workers;
+    c.double_buffering = true;
+    EXPECT_NEAR(predict_step(w, p, c).phases.update, whole, 1e-12) << workers;
+  }
 }
 
 TEST(StepModel, LinearWeightsWrittenInPlaceAreNotCopied) {

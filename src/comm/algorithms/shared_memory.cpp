@@ -63,6 +63,14 @@ std::span<std::byte> SharedMemory::allocate(Transport& t, std::size_t bytes, con
   return {regions_.back()->base(t.rank()), bytes};
 }
 
+std::span<std::byte> SharedMemory::allocate_common(Transport& t, int owner, std::size_t bytes,
+                                                   const Deadline& deadline) {
+  if (!available(t, deadline)) return {};
+  regions_.push_back(t.allocate_shared(t.rank() == owner ? bytes : 0, deadline));
+  DT_CHECK(regions_.back() != nullptr, "shared memory was available for the control region only");
+  return {regions_.back()->base(owner), bytes};
+}
+
 void SharedMemory::abandon() {
   if (control_) control_->abandon();
   for (auto& r : regions_) r->abandon();
@@ -98,7 +106,8 @@ void SharedMemory::barrier(Collective& c) {
   }
 }
 
-bool SharedMemory::allreduce(Collective& c, void* data, std::size_t count, DType dtype, const float* scale) {
+bool SharedMemory::allreduce(Collective& c, void* data, std::size_t count, DType dtype, const float* scale,
+                             bool own_block_only) {
   const int me = c.rank(), p = c.size();
   DT_CHECK(scale == nullptr || dtype == DType::kF32, "a scaled allreduce(shm) needs f32, not {}", dtype_name(dtype));
   if (p == 1 || count == 0) return scale == nullptr || scale_all_finite(static_cast<float*>(data), count, *scale);
@@ -145,7 +154,7 @@ bool SharedMemory::allreduce(Collective& c, void* data, std::size_t count, DType
       if (r != me) c.reduce(sum + at * elem, buffers_[static_cast<std::size_t>(r)] + at * elem, n, dtype);
     }
     if (scale != nullptr) finite = scale_all_finite(reinterpret_cast<float*>(sum) + at, n, *scale) && finite;
-    for (int r = 0; r < p; ++r) {
+    for (int r = 0; r < p && !own_block_only; ++r) {
       if (r != me) std::memcpy(buffers_[static_cast<std::size_t>(r)] + at * elem, sum + at * elem, n * elem);
     }
   }

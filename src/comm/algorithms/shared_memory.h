@@ -12,6 +12,9 @@
 //
 // With a scale (Communicator::allreduce_scaled) each rank also multiplies its block's sums and
 // tests them for NaN and Inf as they are made, in cache: no pass of its own over the vector.
+// Where each rank needs only its own block (Communicator::reduce_scatter_scaled: ranks sharing
+// their weights, parallel/shared_weights.h) no sum is copied to the other ranks, which saves the
+// (p-1)/p * n bytes of writes below.
 //
 // Steps (p ranks, n bytes): 2 barriers, each a flag written by every rank and read by all (a
 // cache-line transfer between cores, not a message); no messages.
@@ -49,13 +52,19 @@ class SharedMemory {
   bool available(Transport& t, const Deadline& deadline);
   // `bytes` in a new region; empty where !available().
   std::span<std::byte> allocate(Transport& t, std::size_t bytes, const Deadline& deadline);
+  // `bytes` in a new region of rank `owner`'s alone, as this rank addresses it: one copy that
+  // every rank reads and writes. Empty where !available().
+  std::span<std::byte> allocate_common(Transport& t, int owner, std::size_t bytes, const Deadline& deadline);
   // Sums `count` elements over the ranks, in place. Needs available(). With `scale` (f32 only),
   // each rank multiplies the sums it computes by *scale and tests them for NaN and Inf while they
   // are still in cache, before copying them out, and the ranks' verdicts travel with the last
   // barrier: returns whether every element of the result is finite, the same on every rank (true
   // without `scale`). This saves the pass over the whole vector that scaling after the sum costs
   // (a mean's 1/p, parallel/buckets.h).
-  bool allreduce(Collective& c, void* data, std::size_t count, DType dtype, const float* scale = nullptr);
+  // With `own_block_only`, no rank copies its block's sums to the others: afterwards each rank's
+  // buffer holds the sum in its own block only (Communicator::reduce_scatter_scaled).
+  bool allreduce(Collective& c, void* data, std::size_t count, DType dtype, const float* scale = nullptr,
+                 bool own_block_only = false);
   // After an error: never free the regions (their release may need every rank).
   void abandon();
 

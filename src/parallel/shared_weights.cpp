@@ -1,0 +1,84 @@
+#include "parallel/shared_weights.h"
+
+#include <cstring>
+
+#include "comm/algorithms/collective.h"
+
+namespace dtrain {
+namespace {
+
+constexpr std::size_t kAlign = 64;  // a cache line: no two tensors share one
+
+std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+void barrier(CommWorker& worker) {
+  worker.run([](comm::Communicator& c) { c.barrier(); });
+}
+
+}  // namespace
+
+bool SharedWeights::supported(const std::vector<Variable>& params) {
+  for (const Variable& p : params) {
+    if (p.data().layout() != Layout::kPlain || p.data().device().type != DeviceType::kCPU) return false;
+  }
+  return true;
+}
+
+std::vector<Optimizer::Range> bucket_block_ranges(const BucketLayout& buckets, const std::vector<std::int64_t>& numels,
+                                                  int rank, int ranks) {
+  std::vector<Optimizer::Range> out(numels.size());
+  for (std::size_t i = 0; i < numels.size(); ++i) {
+    const std::size_t b = buckets.bucket_of[i];
+    const comm::detail::Block block =
+        comm::detail::block_of(static_cast<std::size_t>(buckets.bucket_elements[b]), ranks, rank);
+    const auto block_begin = static_cast<std::int64_t>(block.offset);
+    const auto block_end = static_cast<std::int64_t>(block.offset + block.count);
+    const std::int64_t slot_begin = buckets.offset[i], slot_end = slot_begin + numels[i];
+    const std::int64_t begin = std::max(block_begin, slot_begin), end = std::min(block_end, slot_end);
+    if (begin < end) out[i] = {begin - slot_begin, end - slot_begin};
+  }
+  return out;
+}
+
+SharedWeights::SharedWeights(std::vector<Variable> params, Optimizer& optimizer, CommWorker& worker,
+                             const BucketLayout& buckets)
+    : params_(std::move(params)), optimizer_(optimizer), worker_(worker) {
+  DT_CHECK(supported(params_), "shared weights need plain CPU parameters");
+  optimizer_.ensure_state();
+  std::size_t bytes = 0;
+  for (const Variable& p : params_) bytes += aligned(p.data().nbytes());
+  for (const auto& [name, t] : optimizer_.state()) bytes += aligned(t.nbytes());
+  std::span<std::byte> region;
+  worker_.run([&](comm::Communicator& c) { region = c.allocate_shared_common(bytes); });
+  DT_CHECK(region.size() == bytes, "shared weights need ranks that share memory");
+
+  const comm::Communicator& comm = worker_.communicator();
+  const bool writer = comm.rank() == 0;
+  std::size_t used = 0;
+  // A tensor like t in the region; rank 0 copies t's values there, the others only address it.
+  const auto move = [&](const Tensor& t) {
+    Tensor moved = Tensor::over_external(region.data() + used, t.shape(), t.dtype());
+    used += aligned(t.nbytes());
+    if (writer) std::memcpy(moved.raw_data(), t.raw_data(), t.nbytes());
+    return moved;
+  };
+  for (Variable& p : params_) p.data() = move(p.data());
+  optimizer_.relocate_state(move);
+  barrier(worker_);  // rank 0's values are in place before any rank reads them
+
+  std::vector<std::int64_t> numels;
+  for (const Variable& p : params_) numels.push_back(p.data().numel());
+  part_ = bucket_block_ranges(buckets, numels, comm.rank(), comm.size());
+}
+
+SharedWeights::~SharedWeights() {
+  for (Variable& p : params_) p.data() = p.data().clone();
+  optimizer_.relocate_state([](const Tensor& t) { return t.clone(); });
+}
+
+void SharedWeights::update() {
+  optimizer_.step_ranges(part_);
+  barrier(worker_);
+}
+
+}  // namespace dtrain
