@@ -42,6 +42,7 @@ void Optimizer::step_ranges(std::span<const Range> ranges) {
     Tensor& w = p.data();
     const auto [lo, hi] = ranges[i];
     DT_CHECK(0 <= lo && lo <= hi && hi <= w.numel(), "step_ranges: [{}, {}) outside {} elements", lo, hi, w.numel());
+    DT_CHECK(w.device().type == DeviceType::kCPU, "step_ranges needs CPU parameters, not {}", w.describe());
     if (lo == hi) continue;
     // The gradient in the weights' layout, so that one storage range holds the same elements.
     const Tensor g = p.grad().to_layout(w.layout());
