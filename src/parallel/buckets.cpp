@@ -183,15 +183,15 @@ void GradientBuckets::reduce(comm::Communicator& comm, std::size_t bucket, int s
     // Every gradient of the bucket is unscaled (add); the allreduce scales and checks the sums.
     const bool finite = own_block_only_ ? comm.reduce_scatter_scaled(data, n, grad_scale_, algorithm)
                                         : comm.allreduce_scaled(data, n, grad_scale_, algorithm);
-    // Where the sums are: the whole bucket, or this rank's block of it.
-    const comm::detail::Block sums =
-        own_block_only_ ? comm::detail::block_of(n, comm.size(), comm.rank()) : comm::detail::Block{0, n};
     for (std::size_t p : layout_.buckets[bucket]) {
       s.unscaled[p] = 0;
-      const auto slot = static_cast<std::size_t>(layout_.offset[p]);
-      const std::size_t begin = std::max(slot, sums.offset),
-                        end = std::min(slot + count_of(p), sums.offset + sums.count);
-      if (!finite && s.bad[bucket].empty() && begin < end && !comm::all_finite(data + begin, end - begin)) {
+      if (finite || !s.bad[bucket].empty()) continue;
+      // Where this rank holds the parameter's sums: all of it, or the slice in its own block.
+      const auto numel = static_cast<std::int64_t>(count_of(p));
+      const auto [begin, end] = own_block_only_ ? summed_slice(layout_, p, numel, comm.rank(), comm.size())
+                                                : std::pair<std::int64_t, std::int64_t>{0, numel};
+      const float* x = data + layout_.offset[p] + begin;
+      if (begin < end && !comm::all_finite(x, static_cast<std::size_t>(end - begin))) {
         s.bad[bucket] = fmt::format("'{}'", names_[p]);
       }
     }
@@ -263,6 +263,17 @@ std::string GradientBuckets::non_finite_parameter(int set) const {
     if (!b.empty()) return b;
   }
   return "";
+}
+
+std::pair<std::int64_t, std::int64_t> summed_slice(const BucketLayout& layout, std::size_t param, std::int64_t numel,
+                                                   int rank, int ranks) {
+  const std::size_t b = layout.bucket_of[param];
+  const comm::detail::Block block =
+      comm::detail::block_of(static_cast<std::size_t>(layout.bucket_elements[b]), ranks, rank);
+  const std::int64_t slot = layout.offset[param];
+  const std::int64_t begin = std::max(static_cast<std::int64_t>(block.offset), slot);
+  const std::int64_t end = std::min(static_cast<std::int64_t>(block.offset + block.count), slot + numel);
+  return begin < end ? std::pair{begin - slot, end - slot} : std::pair<std::int64_t, std::int64_t>{0, 0};
 }
 
 bool GradientBuckets::set_own_block_only() {

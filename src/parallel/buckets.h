@@ -42,6 +42,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/variable.h"
@@ -75,6 +76,13 @@ struct BucketLayout {
 // bucket_bytes of f32 (a larger parameter gets a bucket of its own), walking from the last
 // parameter to the first. bucket_bytes = 0 puts every parameter in its own bucket.
 BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t bucket_bytes, bool adopt = true);
+
+// The elements [first, second) of parameter `param` (of `numel` elements) whose sums rank `rank`
+// of `ranks` makes in a block-wise reduction of its bucket (shm; comm/algorithms/collective.h:
+// block_of): the parameter's slot in the bucket intersected with the rank's block; first ==
+// second where they do not meet.
+std::pair<std::int64_t, std::int64_t> summed_slice(const BucketLayout& layout, std::size_t param, std::int64_t numel,
+                                                   int rank, int ranks);
 
 // Whether one-parameter buckets adopt gradients for this allreduce: not when the allreduce runs
 // on the f32 bucket itself and that must lie in the ranks' shared memory (shm with f32 on the

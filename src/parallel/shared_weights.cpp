@@ -2,8 +2,6 @@
 
 #include <cstring>
 
-#include "comm/algorithms/collective.h"
-
 namespace dtrain {
 namespace {
 
@@ -26,16 +24,10 @@ bool SharedWeights::supported(const std::vector<Variable>& params) {
 
 std::vector<Optimizer::Range> bucket_block_ranges(const BucketLayout& buckets, const std::vector<std::int64_t>& numels,
                                                   int rank, int ranks) {
-  std::vector<Optimizer::Range> out(numels.size());
+  std::vector<Optimizer::Range> out;
   for (std::size_t i = 0; i < numels.size(); ++i) {
-    const std::size_t b = buckets.bucket_of[i];
-    const comm::detail::Block block =
-        comm::detail::block_of(static_cast<std::size_t>(buckets.bucket_elements[b]), ranks, rank);
-    const auto block_begin = static_cast<std::int64_t>(block.offset);
-    const auto block_end = static_cast<std::int64_t>(block.offset + block.count);
-    const std::int64_t slot_begin = buckets.offset[i], slot_end = slot_begin + numels[i];
-    const std::int64_t begin = std::max(block_begin, slot_begin), end = std::min(block_end, slot_end);
-    if (begin < end) out[i] = {begin - slot_begin, end - slot_begin};
+    const auto [begin, end] = summed_slice(buckets, i, numels[i], rank, ranks);
+    out.push_back({begin, end});
   }
   return out;
 }

@@ -57,7 +57,7 @@ class SharedWeights {
 };
 
 // Per parameter, the elements rank `rank` of `ranks` sums in the shm allreduce of the parameter's
-// bucket: the intersection of the parameter's slot with the rank's block of the bucket.
+// bucket (buckets.h: summed_slice).
 std::vector<Optimizer::Range> bucket_block_ranges(const BucketLayout& buckets, const std::vector<std::int64_t>& numels,
                                                   int rank, int ranks);
 
