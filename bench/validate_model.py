@@ -12,7 +12,8 @@ it with `dtrain bench train` under the same layout. Every constant comes from th
 nothing is fitted to the measured steps (Paleo's authors fitted an efficiency per experiment).
 
 Prints each row's predicted and measured time per step and the error, then the median and maximum
-absolute percentage error (targets: median <= 10%, maximum <= 25%).
+absolute percentage error (targets: median <= 10%, maximum <= 25%), the median and largest error of
+each layout and model, and the rows over 25%, worst first.
 
 The cache-line round trip between two cores (`dtrain bench cores`) is the machine state that
 same-host transfers depend on; on a VM whose CPUs the hypervisor moves it switches between states
@@ -112,10 +113,14 @@ def build_grid(a):
     return grid
 
 
+def row_label(layout, ranks, r):
+    if ranks == 1:
+        return f"{layout:<22} {r['model']:<9}"
+    return f"{layout:<22} {r['model']:<9} {r['algorithm']:<9} {r['dtype']} {'db' if r['db'] else '  '}"
+
+
 def label(lay, r):
-    if lay.ranks == 1:
-        return f"{lay.name:<22} {r['model']:<9}"
-    return f"{lay.name:<22} {r['model']:<9} {r['algorithm']:<9} {r['dtype']} {'db' if r['db'] else '  '}"
+    return row_label(lay.name, lay.ranks, r)
 
 
 def calibrate(a, lay, path, models):
@@ -168,6 +173,27 @@ def measure(a, lay, row, predicted):
     samples = str(f.get("core_rt_samples_ns", f.get("core_rt_ns", "0,0")))
     core = [float(x) * 1e-9 for x in samples.split(",") if x not in ("", "-")]
     return f["step_ms"] / 1e3, core
+
+
+def breakdown(results, target=0.25):
+    """The median and largest absolute error of each layout and model, then the rows over `target`,
+    worst first: where the model misses, in the form docs/perfmodel.md tabulates it."""
+    groups = {}
+    for r in results:
+        groups.setdefault(r["layout"], {}).setdefault(r["model"], []).append(abs(r["error"]))
+    models = list(dict.fromkeys(r["model"] for r in results))
+    print("\nby layout and model: median / largest absolute error (rows)")
+    print(f"{'layout':<22} " + " ".join(f"{m:<22}" for m in models))
+    for layout, by_model in groups.items():
+        cells = []
+        for m in models:
+            e = by_model.get(m)
+            cells.append(f"{100 * bl.median(e):5.1f}% / {100 * max(e):5.1f}% ({len(e)})" if e else "-")
+        print(f"{layout:<22} " + " ".join(f"{c:<22}" for c in cells))
+    over = sorted((r for r in results if abs(r["error"]) > target), key=lambda r: -abs(r["error"]))
+    print(f"{len(over)} rows over {100 * target:.0f}%" + (", worst first:" if over else ""))
+    for r in over:
+        print(f"  {row_label(r['layout'], r['ranks'], r):<54} {100 * r['error']:+7.1f}%")
 
 
 def repeatability(results):
@@ -315,6 +341,7 @@ def main():
     med, worst = bl.median(errors), max(errors)
     print(f"\n{len(results)} rows in {time.time() - start:.0f} s: median absolute error {100 * med:.1f}% "
           f"(target <= 10%), maximum {100 * worst:.1f}% (target <= 25%)")
+    breakdown(results)
     # The same over the runs made in the calibrated machine state (rows with none left out).
     steady = []
     for res in results:

@@ -19,3 +19,10 @@ if(DTRAIN_MPI AND EXISTS "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-uby
   set_tests_properties(calibrate_netns_two_hosts PROPERTIES LABELS "mpi;netns;perfmodel" SKIP_RETURN_CODE 77
                                                             TIMEOUT 300)
 endif()
+
+# bench/validate_model.py's summaries (the table per layout and model, the rows over the target,
+# the measurement's repeatability) on rows whose errors are known; nothing is run or measured.
+find_package(Python3 COMPONENTS Interpreter REQUIRED)
+add_test(NAME validate_model_summaries
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/perfmodel/validate_model_test.py)
+set_tests_properties(validate_model_summaries PROPERTIES LABELS "perfmodel" TIMEOUT 60)

@@ -1,0 +1,67 @@
+"""The summaries of bench/validate_model.py on rows whose errors are known: the table per layout and
+model, the rows over the target, and the repeatability of the measurement."""
+import contextlib
+import importlib.util
+import io
+import os
+import sys
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+spec = importlib.util.spec_from_file_location("validate_model", os.path.join(ROOT, "bench", "validate_model.py"))
+vm = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(vm)
+
+
+def row(layout, ranks, model, error, meas=(1.0,), algorithm="ring", dtype="f32", db=False):
+    return dict(layout=layout, ranks=ranks, model=model, algorithm=algorithm, dtype=dtype, db=db,
+                error=error, meas=list(meas))
+
+
+class Breakdown(unittest.TestCase):
+    def test_median_and_largest_per_layout_and_model_then_the_rows_over_the_target_worst_first(self):
+        rows = [row("1 process", 1, "mlp", -0.05),
+                row("2 ranks, 1 host", 2, "mlp", 0.10), row("2 ranks, 1 host", 2, "mlp", -0.30, algorithm="tree"),
+                row("2 ranks, 1 host", 2, "mlp", 0.02, dtype="f16"),
+                row("2 ranks, 1 host", 2, "lenet", 0.27, db=True)]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            vm.breakdown(rows)
+        lines = out.getvalue().splitlines()
+        header = next(i for i, l in enumerate(lines) if l.startswith("layout"))
+        self.assertEqual(lines[header].split(), ["layout", "mlp", "lenet"])
+        one = lines[header + 1]
+        self.assertTrue(one.startswith("1 process"))
+        self.assertIn("5.0% /   5.0% (1)", one)
+        self.assertIn("-", one.split(")")[-1])  # no lenet row in that layout
+        two = lines[header + 2]
+        self.assertIn("10.0% /  30.0% (3)", two)  # median of 2%, 10%, 30%
+        self.assertIn("27.0% /  27.0% (1)", two)
+        over = lines.index("2 rows over 25%, worst first:")
+        self.assertRegex(lines[over + 1], r"mlp\s+tree\s+f32\s+-30\.0%$")
+        self.assertRegex(lines[over + 2], r"lenet\s+ring\s+f32 db\s+\+27\.0%$")
+        self.assertEqual(len(lines), over + 3)
+
+    def test_no_row_over_the_target(self):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            vm.breakdown([row("1 process", 1, "lenet", 0.01)])
+        self.assertTrue(out.getvalue().rstrip().endswith("0 rows over 25%"))
+
+
+class Repeatability(unittest.TestCase):
+    def test_each_repetition_against_the_median_of_the_others(self):
+        steady = row("1 process", 1, "mlp", 0, meas=(1.0, 1.0, 1.1))
+        wide = row("1 process", 1, "lenet", 0, meas=(1.0, 1.3))
+        single = row("1 process", 1, "resnet20", 0, meas=(2.0,))
+        diffs, spread = vm.repeatability([steady, wide, single])
+        expected = [0.05, 0.05, 0.1 / 1.1, 0.3, 0.3 / 1.3]
+        self.assertEqual(len(diffs), len(expected))
+        for got, want in zip(diffs, expected):
+            self.assertAlmostEqual(got, want)
+        self.assertEqual(spread, [wide])
+
+
+if __name__ == "__main__":
+    unittest.main()
