@@ -176,8 +176,9 @@ def measure(a, lay, row, predicted):
 
 
 def breakdown(results, target=0.25):
-    """The median and largest absolute error of each layout and model, then the rows over `target`,
-    worst first: where the model misses, in the form docs/perfmodel.md tabulates it."""
+    """Prints the median and largest absolute error of each layout and model, then the rows over
+    `target`, worst first: where the model misses, in the form docs/perfmodel.md tabulates it.
+    Returns those rows."""
     groups = {}
     for r in results:
         groups.setdefault(r["layout"], {}).setdefault(r["model"], []).append(abs(r["error"]))
@@ -194,6 +195,7 @@ def breakdown(results, target=0.25):
     print(f"{len(over)} rows over {100 * target:.0f}%" + (", worst first:" if over else ""))
     for r in over:
         print(f"  {row_label(r['layout'], r['ranks'], r):<54} {100 * r['error']:+7.1f}%")
+    return over
 
 
 def repeatability(results):
@@ -341,7 +343,7 @@ def main():
     med, worst = bl.median(errors), max(errors)
     print(f"\n{len(results)} rows in {time.time() - start:.0f} s: median absolute error {100 * med:.1f}% "
           f"(target <= 10%), maximum {100 * worst:.1f}% (target <= 25%)")
-    breakdown(results)
+    over = breakdown(results)
     # The same over the runs made in the calibrated machine state (rows with none left out).
     steady = []
     for res in results:
@@ -356,7 +358,6 @@ def main():
               f"{100 * bl.median(steady):.1f}%, maximum {100 * max(steady):.1f}%")
     diffs, spread = repeatability(results)
     if diffs:
-        over = [r for r in results if abs(r["error"]) > 0.25]
         print(f"repeatability of the measurement: a repetition against the median of the other repetitions of "
               f"its row differs by {100 * bl.median(diffs):.1f}% in the median, {100 * max(diffs):.1f}% at most; "
               f"{len(spread)} rows' repetitions span more than 25% (max/min > 1.25), "
