@@ -226,29 +226,44 @@ StepTimes time_steps(LayerBench& bench, std::size_t gradient_bytes, double min_s
   return t;
 }
 
-// Mean seconds of `steps` compute steps synchronised as a data-parallel step is: a barrier handed
-// to the communication thread whenever the layers run since the last one hold a bucket's
-// gradients, one at the end, and the step waiting for them all. The period of a synchronous step
-// with its ranks' synchronisations and without their data.
-double synchronized_step_seconds(LayerBench& bench, const ComputeCalibrationOptions& o, std::size_t steps) {
+// The compute steps synchronised as a data-parallel step is: whenever the layers run since the
+// last hand-over hold a bucket's gradients (the default 1 MiB) the communication thread is handed
+// a 1 MiB allreduce by `family`, one more at the end, and the step waits for them all; then the
+// same allreduces with no compute, to tell the turns from the collectives' own time. `steps`
+// of each, as rank 0 timed alone.
+SynchronizedSteps synchronized_steps(LayerBench& bench, const ComputeCalibrationOptions& o, ExchangeFamily family,
+                                     std::size_t steps) {
   o.agree(steps);
   const std::int64_t bucket = static_cast<std::int64_t>(DataParallelConfig{}.bucket_bytes / sizeof(float));
+  std::size_t handed = 0;
   const auto step = [&] {
     std::int64_t filled = 0;
+    handed = 0;
     compute_step(bench, [&](std::size_t i) {
       filled += bench.layers()[i].params;
       if (filled >= bucket) {
-        o.barrier_async();
+        o.exchange_async(family);
+        ++handed;
         filled = 0;
       }
     });
-    o.barrier_async();
-    o.wait_barriers();
+    o.exchange_async(family);
+    ++handed;
+    o.wait_exchanges();
   };
   step();
-  const Stopwatch sw;
+  SynchronizedSteps out;
+  Stopwatch sw;
   for (std::size_t i = 0; i < steps; ++i) step();
-  return sw.seconds() / static_cast<double>(steps);
+  out.period = sw.seconds() / static_cast<double>(steps);
+  o.barrier();
+  sw.reset();
+  for (std::size_t i = 0; i < steps; ++i) {
+    for (std::size_t k = 0; k < handed; ++k) o.exchange_async(family);
+    o.wait_exchanges();
+  }
+  out.exchanges = sw.seconds() / static_cast<double>(steps);
+  return out;
 }
 
 double update_seconds(Module& model, double min_seconds) {
@@ -426,9 +441,11 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
   d.step_seconds = steps.steps;
   d.gradient_copy = static_cast<double>(d.gradient_bytes) / median(steps.copies);
   d.step_variation = robust_variation(d.step_seconds);
-  if (o.barrier && o.agree && o.barrier_async && o.wait_barriers) {
-    sync(o);
-    d.synchronized_step = synchronized_step_seconds(bench, o, d.step_seconds.size());
+  if (o.barrier && o.agree && o.exchange_async && o.wait_exchanges) {
+    for (ExchangeFamily f : o.families) {
+      sync(o);
+      d.synchronized[static_cast<std::size_t>(f)] = synchronized_steps(bench, o, f, d.step_seconds.size());
+    }
   }
   double params = 0, update = 0;
   for (const auto& m : bench.models()) {

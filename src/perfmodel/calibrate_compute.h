@@ -59,6 +59,19 @@
 
 namespace dtrain::perf {
 
+// How a data-parallel step's buckets are allreduced, as far as ranks that take turns on shared CPUs
+// feel it: by messages through the transport (ring, tree, butterfly, one-to-all and the MPI
+// library's allreduce: a waiting rank polls its requests and yields), or through shared memory
+// (shm: flag barriers between blocks).
+enum class ExchangeFamily { kMessages, kSharedMemory };
+inline constexpr std::size_t kExchangeFamilies = 2;
+
+// Compute steps whose buckets were allreduced by one family (calibrate_compute.cpp).
+struct SynchronizedSteps {
+  double period = 0;     // mean seconds of a compute step with its buckets' allreduces (0: not timed)
+  double exchanges = 0;  // mean seconds of the same allreduces a step hands over, with no compute
+};
+
 struct ComputeCalibrationOptions {
   std::vector<std::string> models = {"mlp", "lenet", "resnet20"};
   std::int64_t batch = 64;        // samples per benchmark call (the per-rank batch of the runs predicted)
@@ -67,9 +80,12 @@ struct ComputeCalibrationOptions {
   std::function<void()> barrier;  // aligns the ranks between benchmarks (may be empty)
   // Sets a count to rank 0's on every rank, so that ranks joined by barriers agree on the steps.
   std::function<void(std::size_t&)> agree;
-  // Hands a barrier to the communication thread without waiting for it, as backward hands it a
-  // bucket; and waits for every barrier handed. All three or none (one rank).
-  std::function<void()> barrier_async, wait_barriers;
+  // Hands one bucket's allreduce (1 MiB of f32) to the communication thread without waiting for
+  // it, as backward hands it a bucket, by the collectives of `family`; and waits for every one
+  // handed. With `agree`, all or none (one rank); `families` lists those this layout can run.
+  std::function<void(ExchangeFamily family)> exchange_async;
+  std::function<void()> wait_exchanges;
+  std::vector<ExchangeFamily> families;
 };
 
 struct ShapeTiming {
@@ -90,7 +106,7 @@ struct DeviceCalibration {
   std::vector<ShapeTiming> timings;
   std::vector<double> step_seconds;  // the timed compute steps, in order
   double step_variation = 0;         // robust std / median of step_seconds
-  double synchronized_step = 0;      // mean period of a compute step with the ranks' barriers (0: one rank)
+  std::array<SynchronizedSteps, kExchangeFamilies> synchronized{};  // by ExchangeFamily
   std::size_t gradient_bytes = 0;    // the gradient copy's size
   double gradient_copy = 0;          // bytes/s
 };

@@ -9,13 +9,16 @@
 #include <cmath>
 #include <ctime>
 #include <fstream>
+#include <memory>
 #include <numeric>
+#include <span>
 #include <thread>
 
 #include "comm/hosts.h"
 #include "core/core_round_trip.h"
 #include "core/timer.h"
 #include "parallel/core_probe.h"
+#include "parallel/data_parallel.h"
 #include "perfmodel/calibrate_overlap.h"
 #include "perfmodel/report.h"
 #include "perfmodel/timing_stats.h"
@@ -95,6 +98,37 @@ std::string gbps(double bytes_per_s) { return fmt::format("{:.2f} GB/s", bytes_p
 
 }  // namespace
 
+// Where the ranks time-share their host's CPUs: hands the compute steps one bucket's worth of f32
+// per family to allreduce in place, as the trainer's buckets are: a private buffer for messages,
+// one the host's ranks map for shm (comm/communicator.h). Collective.
+void add_bucket_exchanges(CommWorker* worker, int ranks, ComputeCalibrationOptions& o) {
+  struct Buckets {
+    std::vector<float> private_bucket = std::vector<float>(DataParallelConfig{}.bucket_bytes / sizeof(float));
+    std::span<float> shared_bucket;
+  };
+  auto buckets = std::make_shared<Buckets>();
+  o.families = {ExchangeFamily::kMessages};
+  worker->run([&](comm::Communicator& comm) {
+    if (!comm.shares_memory()) return;
+    const std::span<std::byte> region = comm.allocate_shared(DataParallelConfig{}.bucket_bytes);
+    if (region.empty()) return;
+    buckets->shared_bucket = {reinterpret_cast<float*>(region.data()), region.size() / sizeof(float)};
+    o.families.push_back(ExchangeFamily::kSharedMemory);
+  });
+  o.exchange_async = [worker, buckets, scale = 1.0f / static_cast<float>(ranks)](ExchangeFamily f) {
+    worker->submit([buckets, f, scale](comm::Communicator& comm) {
+      if (f == ExchangeFamily::kSharedMemory) {
+        comm.allreduce_scaled(buckets->shared_bucket.data(), buckets->shared_bucket.size(), scale,
+                              comm::Algorithm::kShm);
+      } else {
+        comm.allreduce_scaled(buckets->private_bucket.data(), buckets->private_bucket.size(), scale,
+                              comm::Algorithm::kRing);
+      }
+    });
+  };
+  o.wait_exchanges = [worker] { worker->wait_all(); };
+}
+
 Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   Stopwatch sw;
   Calibration c;
@@ -104,8 +138,6 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   sample_core_round_trip(worker, c.core_round_trips);
   if (worker != nullptr) {
     o.device.barrier = [worker] { worker->run([](comm::Communicator& comm) { comm.barrier(); }); };
-    o.device.barrier_async = [worker] { worker->submit([](comm::Communicator& comm) { comm.barrier(); }); };
-    o.device.wait_barriers = [worker] { worker->wait_all(); };
     o.device.agree = [worker](std::size_t& count) {
       worker->run([&count](comm::Communicator& comm) { comm.broadcast(&count, sizeof count, 0); });
     };
@@ -118,6 +150,13 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   }
   c.host = c.transport.host_names.at(0);
   const int rank = worker != nullptr ? worker->communicator().rank() : 0;
+  c.host_cores = host_cpus(worker, c.transport.host_of);
+  // The turns' cost is measured only where there are turns (profile.h: turn_taking): elsewhere
+  // the compute steps' allreduces would only lengthen the calibration (over a 100 Mbit/s link,
+  // by a minute).
+  if (worker != nullptr && c.transport.ranks_per_host * o.threads > c.host_cores) {
+    add_bucket_exchanges(worker, c.ranks, o.device);
+  }
   sample_core_round_trip(worker, c.core_round_trips);
 
   LayerBench bench(o.device);
@@ -137,7 +176,9 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   const double sigma = mine.step_variation * mid;
   const double alone = std::accumulate(mine.step_seconds.begin(), mine.step_seconds.end(), 0.0) /
                        static_cast<double>(std::max<std::size_t>(1, mine.step_seconds.size()));
-  v.insert(v.end(), {mid, mid * mid, sigma * sigma, alone, mine.synchronized_step, 1 / mine.gradient_copy});
+  v.insert(v.end(), {mid, mid * mid, sigma * sigma, alone});
+  for (const SynchronizedSteps& f : mine.synchronized) v.insert(v.end(), {f.period, f.exchanges});
+  v.push_back(1 / mine.gradient_copy);
   const std::vector<double> sum = sum_over_ranks(worker, v);
   const double p = c.ranks;
   c.device = mine;
@@ -153,16 +194,19 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   const double within = sum[at + 2] / p;
   // The schema takes a fraction below 1; a spread that large means the machine was swamped.
   c.device.step_variation = mean_median > 0 ? std::min(0.99, std::sqrt(within + between) / mean_median) : 0.0;
-  // Taking turns: how much longer the ranks' steps are when barriers join them per bucket.
-  c.device.synchronized_step = sum[at + 4] / p;
-  if (sum[at + 4] > 0 && sum[at + 3] > 0) c.turn_taking = sum[at + 4] / sum[at + 3] - 1;
+  // Taking turns: how much longer the ranks' steps are when their buckets' allreduces join them,
+  // beyond the allreduces' own time.
+  for (std::size_t f = 0; f < kExchangeFamilies; ++f) {
+    const double period = sum[at + 4 + 2 * f], exchanges = sum[at + 5 + 2 * f];
+    c.device.synchronized[f] = {period / p, exchanges / p};
+    if (period > 0 && sum[at + 3] > 0) c.turn_taking[f] = (period - exchanges) / sum[at + 3] - 1;
+  }
   sample_core_round_trip(worker, c.core_round_trips);
-  c.host_cores = host_cpus(worker, c.transport.host_of);
   c.options = o;
   c.options.device.barrier = nullptr;
   c.options.device.agree = nullptr;
-  c.options.device.barrier_async = nullptr;
-  c.options.device.wait_barriers = nullptr;
+  c.options.device.exchange_async = nullptr;
+  c.options.device.wait_exchanges = nullptr;
   c.seconds = sw.seconds();
   return c;
 }
@@ -252,13 +296,20 @@ Profile calibrated_profile(const Calibration& c) {
   if (c.host_cores > 0) {
     n.cores =
         q(c.host_cores, "logical CPUs the ranks of rank 0's host may run on (the union of their CPU affinity masks)");
-    if (n.time_shared(per_host, c.threads) && c.device.synchronized_step > 0) {
-      n.turn_taking = q(std::max(0.0, c.turn_taking),
-                        fmt::format("the same {} compute steps per rank with a barrier of the {} "
-                                    "ranks handed to the communication thread per 1 MiB of gradients and "
-                                    "at the end: mean period {} against {} alone, minus 1 (at least 0); {}",
-                                    c.device.step_seconds.size(), c.ranks, format_seconds(c.device.synchronized_step),
-                                    format_seconds(c.device.synchronized_step / (1 + c.turn_taking)), layout));
+    if (n.time_shared(per_host, c.threads)) {
+      for (std::size_t f = 0; f < kExchangeFamilies; ++f) {
+        const SynchronizedSteps& s = c.device.synchronized[f];
+        if (s.period <= 0) continue;
+        const bool shm = f == static_cast<std::size_t>(ExchangeFamily::kSharedMemory);
+        (shm ? n.turn_taking_shm : n.turn_taking) =
+            q(std::max(0.0, c.turn_taking[f]),
+              fmt::format("the same {} compute steps per rank with a 1 MiB {} allreduce of the {} ranks handed to the "
+                          "communication thread per 1 MiB of gradients and at the end: mean period {}, less {} for "
+                          "the same allreduces with no compute, against {} alone, minus 1 (at least 0); {}",
+                          c.device.step_seconds.size(), shm ? "shm" : "ring", c.ranks, format_seconds(s.period),
+                          format_seconds(s.exchanges),
+                          format_seconds((s.period - s.exchanges) / (1 + c.turn_taking[f])), layout));
+      }
     }
   }
   if (c.overlap.measured) {
@@ -322,10 +373,14 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
                      100 * c.device.step_variation, c.device.step_seconds.size(),
                      format_seconds(median(c.device.step_seconds)));
   }
-  if (c.device.synchronized_step > 0) {
+  for (std::size_t f = 0; f < kExchangeFamilies; ++f) {
+    const SynchronizedSteps& st = c.device.synchronized[f];
+    if (st.period <= 0) continue;
     s += fmt::format(
-        "  synchronized    {} a compute step with the ranks' barriers per bucket: {:+.1f}% over the steps alone\n",
-        format_seconds(c.device.synchronized_step), 100 * c.turn_taking);
+        "  synchronized    {} a compute step with a 1 MiB {} allreduce per bucket ({} of them alone): {:+.1f}% over "
+        "the steps alone\n",
+        format_seconds(st.period), f == static_cast<std::size_t>(ExchangeFamily::kSharedMemory) ? "shm" : "ring",
+        format_seconds(st.exchanges), 100 * c.turn_taking[f]);
   }
   s += fmt::format("  disk read       {} per host\n", gbps(c.device.disk_read));
   if (c.transport.reduce > 0) s += fmt::format("  reduce (gamma)  {}\n", gbps(c.transport.reduce));

@@ -14,6 +14,7 @@
 // too): sqrt(mean of the ranks' variances + variance of their medians) / mean median.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -45,10 +46,10 @@ struct Calibration {
   // sampled at the start, middle and end; empty on one CPU.
   std::vector<double> core_round_trips;
   int host_cores = 0;  // logical CPUs the ranks of rank 0's host may run on (0: unknown)
-  // The synchronized steps' mean period over the steps' mean alone, minus 1, both summed over
-  // ranks (0: one rank); the profile keeps it, at least 0, where the ranks time-share CPUs
-  // (profile.h: turn_taking).
-  double turn_taking = 0;
+  // Per ExchangeFamily: the synchronized steps' mean period less their allreduces' time alone,
+  // over the steps' mean alone, minus 1, each summed over ranks (0: one rank or not timed); the
+  // profile keeps it, at least 0, where the ranks time-share CPUs (profile.h: turn_taking).
+  std::array<double, kExchangeFamilies> turn_taking{};
   CalibrationOptions options;
 };
 

@@ -126,13 +126,18 @@ struct NodeProfile {
   // variation is that sharing, not independent noise (straggler.h).
   std::optional<Quantity> cores;
   // Where ranks time-share CPUs, the fraction of a step's compute by which a synchronous step is
-  // longer than the ranks' steps alone: at each synchronisation a CPU switches to the rank it
-  // shares it with, and the CPUs finish their ranks' turns at different times. Measured by dtrain
-  // calibrate (compute steps with and without the ranks' barriers per bucket), charged in place of the wait
-  // for a straggler (straggler.h), which ranks that take turns do not have. Optional, >= 0;
-  // absent: 0.
-  std::optional<Quantity> turn_taking;
-  double turn_taking_fraction() const { return turn_taking ? turn_taking->value : 0; }
+  // longer than the ranks' steps alone and its allreduces' own time: at each synchronisation a CPU
+  // switches to the rank it shares it with, and a rank waiting in a collective polls and yields,
+  // so it notices its peer's message only when a computing thread gives up a CPU. Measured by
+  // dtrain calibrate (compute steps with and without a 1 MiB allreduce per bucket), charged in
+  // place of the wait for a straggler (straggler.h), which ranks that take turns do not have.
+  // turn_taking for collectives that pass messages, turn_taking_shm for shm (absent: turn_taking).
+  // Optional, >= 0; absent: 0.
+  std::optional<Quantity> turn_taking, turn_taking_shm;
+  double turn_taking_fraction(bool shm = false) const {
+    if (shm && turn_taking_shm) return turn_taking_shm->value;
+    return turn_taking ? turn_taking->value : 0;
+  }
   // Whether `ranks` ranks on one host run more compute threads than it has CPUs.
   bool time_shared(int ranks, int threads = 1) const { return cores && ranks * threads > cores->value; }
 };

@@ -151,7 +151,7 @@ class Reader {
 
   NodeProfile node(const json& j) const {
     fields(j, "node", {"accelerators", "intra_link", "disk_read"},
-           {"overlap", "core_round_trip", "cores", "turn_taking"});
+           {"overlap", "core_round_trip", "cores", "turn_taking", "turn_taking_shm"});
     NodeProfile n;
     n.accelerators = integer(j["accelerators"], "node.accelerators", 1, 1 << 20);
     n.intra_link = link(j["intra_link"], "node.intra_link");
@@ -174,9 +174,11 @@ class Reader {
       n.cores = quantity(j["cores"], "node.cores", false, "logical CPUs of one host");
       if (n.cores->value < 1) fail(fmt::format("'node.cores' is {}; a host has at least 1 CPU", n.cores->value));
     }
-    if (j.contains("turn_taking")) {
-      n.turn_taking = quantity(j["turn_taking"], "node.turn_taking", true,
-                               "a fraction of a step's compute that ranks time-sharing CPUs add by taking turns");
+    for (const auto& [field, target] :
+         {std::pair{"turn_taking", &n.turn_taking}, std::pair{"turn_taking_shm", &n.turn_taking_shm}}) {
+      if (!j.contains(field)) continue;
+      *target = quantity(j[field], fmt::format("node.{}", field), true,
+                         "a fraction of a step's compute that ranks time-sharing CPUs add by taking turns");
     }
     return n;
   }
@@ -333,6 +335,7 @@ json profile_to_json(const Profile& p) {
   if (p.node.core_round_trip) node["core_round_trip"] = quantity_json(*p.node.core_round_trip);
   if (p.node.cores) node["cores"] = quantity_json(*p.node.cores);
   if (p.node.turn_taking) node["turn_taking"] = quantity_json(*p.node.turn_taking);
+  if (p.node.turn_taking_shm) node["turn_taking_shm"] = quantity_json(*p.node.turn_taking_shm);
   json j = {{"dtrain_profile", kProfileSchemaVersion}, {"name", p.name}, {"device", device}, {"node", node}};
   if (!p.description.empty()) j["description"] = p.description;
   if (p.network) j["network"] = link_json(*p.network);

@@ -78,8 +78,9 @@ bool ranks_take_turns(const Profile& p, int workers) {
 // calibrated rates already count: no straggler wait, but the measured cost of the turns
 // (profile.h: turn_taking). Elsewhere, the wait for the slowest worker (straggler.h), with the
 // slack of double buffering when `tail` (the last bucket's end past backward) is given.
-double synchronization_wait(const Profile& p, int workers, double compute, std::optional<double> tail) {
-  if (ranks_take_turns(p, workers)) return p.node.turn_taking_fraction() * compute;
+double synchronization_wait(const Profile& p, int workers, double compute, std::optional<double> tail,
+                            bool shm = false) {
+  if (ranks_take_turns(p, workers)) return p.node.turn_taking_fraction(shm) * compute;
   if (tail) return straggler_wait_double_buffered(compute, p.device.variation(), workers, *tail);
   return straggler_wait(compute, p.device.variation(), workers);
 }
@@ -310,7 +311,7 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
     tail = 0.0;
     for (double e : r.bucket_end) tail = std::max(*tail, e - r.backward_end);
   }
-  s.straggler = synchronization_wait(p, c.workers, s.compute, tail);
+  s.straggler = synchronization_wait(p, c.workers, s.compute, tail, c.algorithm == comm::Algorithm::kShm);
   s.turns = ranks_take_turns(p, c.workers);
   const double period = r.period + s.straggler;
   const double exposed_data = std::max(0.0, data - period);

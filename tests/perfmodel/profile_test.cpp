@@ -271,6 +271,16 @@ TEST(Profile, TurnTakingIsOptionalNotNegativeAndRoundTrips) {
   expect_contains(error_of(j), "'node.turn_taking.value' is -0.1");
   j["node"]["turn_taking"] = {{"value", 0.1}};
   expect_contains(error_of(j), "'node.turn_taking' is missing source");
+  // shm's own turns: read, written, checked the same way; ring and the others keep turn_taking.
+  j["node"]["turn_taking"] = {{"value", 0.07}, {"source", "measured"}};
+  j["node"]["turn_taking_shm"] = {{"value", 0.02}, {"source", "measured"}};
+  const ProfileFragment both = parse_profile_fragment(j, "test.json");
+  EXPECT_DOUBLE_EQ(both.node->turn_taking_fraction(true), 0.02);
+  EXPECT_DOUBLE_EQ(both.node->turn_taking_fraction(false), 0.07);
+  p.node = *both.node;
+  EXPECT_DOUBLE_EQ(parse_profile_fragment(profile_to_json(p), "round trip").node->turn_taking_fraction(true), 0.02);
+  j["node"]["turn_taking_shm"]["value"] = -0.1;
+  expect_contains(error_of(j), "'node.turn_taking_shm.value' is -0.1");
 }
 
 TEST(Profile, LinkBurstIsOptionalNotNegativeAndRoundTrips) {

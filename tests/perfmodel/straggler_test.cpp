@@ -198,6 +198,14 @@ TEST(Straggler, RanksTakingTurnsPayTheCalibratedTurnTakingFractionOfTheirCompute
     EXPECT_TRUE(named) << db;
   }
   c.double_buffering = false;
+  // shm's flag barriers have their own measured turns; without them, the messages' stand in.
+  c.algorithm = comm::Algorithm::kShm;
+  EXPECT_DOUBLE_EQ(predict_step(w, shared, c).straggler, 0.07 * predict_step(w, shared, c).compute);
+  shared.node.turn_taking_shm = Quantity{0.02, 0, 0, "test"};
+  const StepPrediction shm = predict_step(w, shared, c);
+  EXPECT_DOUBLE_EQ(shm.straggler, 0.02 * shm.compute);
+  c.algorithm = comm::Algorithm::kRing;
+  EXPECT_DOUBLE_EQ(predict_step(w, shared, c).straggler, 0.07 * predict_step(w, shared, c).compute);
   c.exchange = Exchange::kParameterServer;
   const StepPrediction ps = predict_step(w, shared, c);
   EXPECT_DOUBLE_EQ(ps.straggler, 0.07 * ps.compute);
