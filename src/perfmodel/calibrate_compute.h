@@ -26,13 +26,14 @@
 //                              steps) timed one by one: the robust coefficient of
 //                              variation of their times (straggler.h: robust_variation), which
 //                              calibration.h combines over ranks;
-//   synchronized step          where ranks are joined, the same compute steps again (as many as
-//                              rank 0 timed), synchronised as a data-parallel step is: a barrier
-//                              handed to the communication thread each time the layers run so far
-//                              hold a default bucket's gradients (1 MiB) and at the step's end,
-//                              the step waiting for all of them: the mean period. Where ranks
-//                              time-share CPUs it exceeds the steps' mean by the cost of taking
-//                              turns (profile.h: turn_taking);
+//   synchronized steps         where ranks time-share CPUs, per ExchangeFamily, the same compute
+//                              steps again (as many as rank 0 timed), synchronised as a
+//                              data-parallel step is: a 1 MiB allreduce handed to the
+//                              communication thread each time the layers run so far hold a
+//                              default bucket's gradients (1 MiB) and at the step's end, the step
+//                              waiting for all of them: the mean period; then the same
+//                              allreduces alone. The period exceeds the steps' mean and the
+//                              allreduces by the cost of taking turns (profile.h: turn_taking);
 //   gradient copy              after each of those steps, the largest chosen model's gradient
 //                              bytes written (as backward writes a gradient) and then copied,
 //                              timed, into a second buffer (its bucket, last touched a step
