@@ -14,6 +14,7 @@
 #include <span>
 #include <thread>
 
+#include "comm/algorithm.h"
 #include "comm/hosts.h"
 #include "core/core_round_trip.h"
 #include "core/timer.h"
@@ -96,6 +97,12 @@ void sample_core_round_trip(CommWorker* w, std::vector<double>& out) {
 
 std::string gbps(double bytes_per_s) { return fmt::format("{:.2f} GB/s", bytes_per_s / 1e9); }
 
+// The allreduce that stands for a family in the synchronized steps (calibrate_compute.h).
+comm::Algorithm algorithm_of(ExchangeFamily family) {
+  return family == ExchangeFamily::kSharedMemory ? comm::Algorithm::kShm : comm::Algorithm::kRing;
+}
+comm::Algorithm algorithm_of(std::size_t family) { return algorithm_of(static_cast<ExchangeFamily>(family)); }
+
 }  // namespace
 
 // Where the ranks time-share their host's CPUs: hands the compute steps one bucket's worth of f32
@@ -117,13 +124,9 @@ void add_bucket_exchanges(CommWorker* worker, int ranks, ComputeCalibrationOptio
   });
   o.exchange_async = [worker, buckets, scale = 1.0f / static_cast<float>(ranks)](ExchangeFamily f) {
     worker->submit([buckets, f, scale](comm::Communicator& comm) {
-      if (f == ExchangeFamily::kSharedMemory) {
-        comm.allreduce_scaled(buckets->shared_bucket.data(), buckets->shared_bucket.size(), scale,
-                              comm::Algorithm::kShm);
-      } else {
-        comm.allreduce_scaled(buckets->private_bucket.data(), buckets->private_bucket.size(), scale,
-                              comm::Algorithm::kRing);
-      }
+      const std::span<float> bucket =
+          f == ExchangeFamily::kSharedMemory ? buckets->shared_bucket : std::span<float>(buckets->private_bucket);
+      comm.allreduce_scaled(bucket.data(), bucket.size(), scale, algorithm_of(f));
     });
   };
   o.wait_exchanges = [worker] { worker->wait_all(); };
@@ -300,14 +303,14 @@ Profile calibrated_profile(const Calibration& c) {
       for (std::size_t f = 0; f < kExchangeFamilies; ++f) {
         const SynchronizedSteps& s = c.device.synchronized[f];
         if (s.period <= 0) continue;
-        const bool shm = f == static_cast<std::size_t>(ExchangeFamily::kSharedMemory);
+        const bool shm = algorithm_of(f) == comm::Algorithm::kShm;
         (shm ? n.turn_taking_shm : n.turn_taking) =
             q(std::max(0.0, c.turn_taking[f]),
               fmt::format("the same {} compute steps per rank with a 1 MiB {} allreduce of the {} ranks handed to the "
                           "communication thread per 1 MiB of gradients and at the end: mean period {}, less {} for "
                           "the same allreduces with no compute, against {} alone, minus 1 (at least 0); {}",
-                          c.device.step_seconds.size(), shm ? "shm" : "ring", c.ranks, format_seconds(s.period),
-                          format_seconds(s.exchanges),
+                          c.device.step_seconds.size(), comm::algorithm_name(algorithm_of(f)), c.ranks,
+                          format_seconds(s.period), format_seconds(s.exchanges),
                           format_seconds((s.period - s.exchanges) / (1 + c.turn_taking[f])), layout));
       }
     }
@@ -379,8 +382,8 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
     s += fmt::format(
         "  synchronized    {} a compute step with a 1 MiB {} allreduce per bucket ({} of them alone): {:+.1f}% over "
         "the steps alone\n",
-        format_seconds(st.period), f == static_cast<std::size_t>(ExchangeFamily::kSharedMemory) ? "shm" : "ring",
-        format_seconds(st.exchanges), 100 * c.turn_taking[f]);
+        format_seconds(st.period), comm::algorithm_name(algorithm_of(f)), format_seconds(st.exchanges),
+        100 * c.turn_taking[f]);
   }
   s += fmt::format("  disk read       {} per host\n", gbps(c.device.disk_read));
   if (c.transport.reduce > 0) s += fmt::format("  reduce (gamma)  {}\n", gbps(c.transport.reduce));
