@@ -26,14 +26,16 @@
 //                              steps) timed one by one: the robust coefficient of
 //                              variation of their times (straggler.h: robust_variation), which
 //                              calibration.h combines over ranks;
-//   synchronized steps         where ranks time-share CPUs, per ExchangeFamily, the same compute
-//                              steps again (as many as rank 0 timed), synchronised as a
-//                              data-parallel step is: a 1 MiB allreduce handed to the
+//   synchronized steps         where ranks time-share CPUs, the same compute steps again (as
+//                              many as rank 0 timed) three ways, interleaved in rounds of about
+//                              50 ms: unsynchronised; per ExchangeFamily synchronised as a
+//                              data-parallel step is (a 1 MiB allreduce handed to the
 //                              communication thread each time the layers run so far hold a
-//                              default bucket's gradients (1 MiB) and at the step's end, the step
-//                              waiting for all of them: the mean period; then the same
-//                              allreduces alone. The period exceeds the steps' mean and the
-//                              allreduces by the cost of taking turns (profile.h: turn_taking);
+//                              default bucket's gradients, 1 MiB, and at the step's end, the
+//                              step waiting for all of them); and those allreduces alone. The
+//                              synchronized period exceeds the unsynchronised steps and the
+//                              model's price of the allreduces by the cost of taking turns
+//                              (calibration.h, profile.h: turn_taking);
 //   gradient copy              after each of those steps, the largest chosen model's gradient
 //                              bytes written (as backward writes a gradient) and then copied,
 //                              timed, into a second buffer (its bucket, last touched a step
@@ -71,6 +73,13 @@ inline constexpr std::size_t kExchangeFamilies = 2;
 struct SynchronizedSteps {
   double period = 0;     // mean seconds of a compute step with its buckets' allreduces (0: not timed)
   double exchanges = 0;  // mean seconds of the same allreduces a step hands over, with no compute
+  std::size_t allreduces = 0;  // the 1 MiB allreduces a step hands over
+};
+
+// The synchronized steps of every family and the unsynchronised steps timed between them.
+struct TurnSteps {
+  double steps_alone = 0;  // mean seconds of an unsynchronised compute step
+  std::array<SynchronizedSteps, kExchangeFamilies> families{};
 };
 
 struct ComputeCalibrationOptions {
@@ -108,6 +117,7 @@ struct DeviceCalibration {
   std::vector<double> step_seconds;  // the timed compute steps, in order
   double step_variation = 0;         // robust std / median of step_seconds
   std::array<SynchronizedSteps, kExchangeFamilies> synchronized{};  // by ExchangeFamily
+  double synchronized_alone = 0;     // mean seconds of the unsynchronised steps timed between them
   std::size_t gradient_bytes = 0;    // the gradient copy's size
   double gradient_copy = 0;          // bytes/s
 };

@@ -10,7 +10,6 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
-#include <numeric>
 #include <span>
 #include <thread>
 
@@ -20,6 +19,7 @@
 #include "core/timer.h"
 #include "parallel/core_probe.h"
 #include "parallel/data_parallel.h"
+#include "perfmodel/allreduce_time.h"
 #include "perfmodel/calibrate_overlap.h"
 #include "perfmodel/report.h"
 #include "perfmodel/timing_stats.h"
@@ -177,9 +177,7 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   // The step variation: each rank's median step and robust variance (straggler.h).
   const double mid = median(mine.step_seconds);
   const double sigma = mine.step_variation * mid;
-  const double alone = std::accumulate(mine.step_seconds.begin(), mine.step_seconds.end(), 0.0) /
-                       static_cast<double>(std::max<std::size_t>(1, mine.step_seconds.size()));
-  v.insert(v.end(), {mid, mid * mid, sigma * sigma, alone});
+  v.insert(v.end(), {mid, mid * mid, sigma * sigma, mine.synchronized_alone});
   for (const SynchronizedSteps& f : mine.synchronized) v.insert(v.end(), {f.period, f.exchanges});
   v.push_back(1 / mine.gradient_copy);
   const std::vector<double> sum = sum_over_ranks(worker, v);
@@ -197,12 +195,12 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   const double within = sum[at + 2] / p;
   // The schema takes a fraction below 1; a spread that large means the machine was swamped.
   c.device.step_variation = mean_median > 0 ? std::min(0.99, std::sqrt(within + between) / mean_median) : 0.0;
-  // Taking turns: how much longer the ranks' steps are when their buckets' allreduces join them,
-  // beyond the allreduces' own time.
+  // The synchronized steps over the ranks, and the unsynchronised ones timed between them
+  // (turn_taking compares the two).
+  c.steps_alone = sum[at + 3] / p;
   for (std::size_t f = 0; f < kExchangeFamilies; ++f) {
-    const double period = sum[at + 4 + 2 * f], exchanges = sum[at + 5 + 2 * f];
-    c.device.synchronized[f] = {period / p, exchanges / p};
-    if (period > 0 && sum[at + 3] > 0) c.turn_taking[f] = (period - exchanges) / sum[at + 3] - 1;
+    c.device.synchronized[f].period = sum[at + 4 + 2 * f] / p;
+    c.device.synchronized[f].exchanges = sum[at + 5 + 2 * f] / p;
   }
   sample_core_round_trip(worker, c.core_round_trips);
   c.options = o;
@@ -299,21 +297,6 @@ Profile calibrated_profile(const Calibration& c) {
   if (c.host_cores > 0) {
     n.cores =
         q(c.host_cores, "logical CPUs the ranks of rank 0's host may run on (the union of their CPU affinity masks)");
-    if (n.time_shared(per_host, c.threads)) {
-      for (std::size_t f = 0; f < kExchangeFamilies; ++f) {
-        const SynchronizedSteps& s = c.device.synchronized[f];
-        if (s.period <= 0) continue;
-        const bool shm = algorithm_of(f) == comm::Algorithm::kShm;
-        (shm ? n.turn_taking_shm : n.turn_taking) =
-            q(std::max(0.0, c.turn_taking[f]),
-              fmt::format("the same {} compute steps per rank with a 1 MiB {} allreduce of the {} ranks handed to the "
-                          "communication thread per 1 MiB of gradients and at the end: mean period {}, less {} for "
-                          "the same allreduces with no compute, against {} alone, minus 1 (at least 0); {}",
-                          c.device.step_seconds.size(), comm::algorithm_name(algorithm_of(f)), c.ranks,
-                          format_seconds(s.period), format_seconds(s.exchanges),
-                          format_seconds((s.period - s.exchanges) / (1 + c.turn_taking[f])), layout));
-      }
-    }
   }
   if (c.overlap.measured) {
     n.overlap = OverlapProfile{q(c.overlap.compute_share, c.overlap.how + "; compute rate kept"),
@@ -355,7 +338,38 @@ Profile calibrated_profile(const Calibration& c) {
                             c.ranks, layout);
     p.shm_allreduce = m;
   }
+  // Last: the turns are priced against the model's allreduces on the profile above.
+  if (n.time_shared(per_host, c.threads)) {
+    for (std::size_t f = 0; f < kExchangeFamilies; ++f) {
+      const SynchronizedSteps& s = c.device.synchronized[f];
+      if (s.period <= 0) continue;
+      const bool shm = algorithm_of(f) == comm::Algorithm::kShm;
+      const double modelled = modelled_allreduces(c, f, p);
+      (shm ? n.turn_taking_shm : n.turn_taking) =
+          q(std::max(0.0, turn_taking(c, f, p)),
+            fmt::format("the same {} compute steps per rank with {} 1 MiB {} allreduce(s) of the {} ranks a step, "
+                        "handed to the communication thread per 1 MiB of gradients and at the end: mean period {}, "
+                        "less the model's price of those allreduces ({}; {} with no compute), against {} alone, "
+                        "minus 1 (at least 0); {}",
+                        c.device.step_seconds.size(), s.allreduces, comm::algorithm_name(algorithm_of(f)), c.ranks,
+                        format_seconds(s.period), format_seconds(modelled), format_seconds(s.exchanges),
+                        format_seconds(c.steps_alone), layout));
+    }
+  }
   return p;
+}
+
+double modelled_allreduces(const Calibration& c, std::size_t family, const Profile& profile) {
+  const SynchronizedSteps& s = c.device.synchronized.at(family);
+  const AllreducePlan plan{algorithm_of(family), c.ranks};
+  constexpr std::size_t kBucketElements = DataParallelConfig{}.bucket_bytes / sizeof(float);
+  return static_cast<double>(s.allreduces) * allreduce_time(plan, kBucketElements, profile).seconds;
+}
+
+double turn_taking(const Calibration& c, std::size_t family, const Profile& profile) {
+  const SynchronizedSteps& s = c.device.synchronized.at(family);
+  if (s.period <= 0 || c.steps_alone <= 0) return 0;
+  return (s.period - modelled_allreduces(c, family, profile)) / c.steps_alone - 1;
 }
 
 std::string format_calibration(const Calibration& c, bool per_shape) {
@@ -376,14 +390,17 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
                      100 * c.device.step_variation, c.device.step_seconds.size(),
                      format_seconds(median(c.device.step_seconds)));
   }
+  const bool synchronized = std::any_of(c.device.synchronized.begin(), c.device.synchronized.end(),
+                                        [](const SynchronizedSteps& st) { return st.period > 0; });
+  const Profile profile = synchronized ? calibrated_profile(c) : Profile{};
   for (std::size_t f = 0; f < kExchangeFamilies; ++f) {
     const SynchronizedSteps& st = c.device.synchronized[f];
     if (st.period <= 0) continue;
     s += fmt::format(
-        "  synchronized    {} a compute step with a 1 MiB {} allreduce per bucket ({} of them alone): {:+.1f}% over "
-        "the steps alone\n",
+        "  synchronized    {} a compute step with a 1 MiB {} allreduce per bucket ({} of them alone, {} modelled): "
+        "{:+.1f}% over the steps alone\n",
         format_seconds(st.period), comm::algorithm_name(algorithm_of(f)), format_seconds(st.exchanges),
-        100 * c.turn_taking[f]);
+        format_seconds(modelled_allreduces(c, f, profile)), 100 * turn_taking(c, f, profile));
   }
   s += fmt::format("  disk read       {} per host\n", gbps(c.device.disk_read));
   if (c.transport.reduce > 0) s += fmt::format("  reduce (gamma)  {}\n", gbps(c.transport.reduce));

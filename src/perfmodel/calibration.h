@@ -46,15 +46,24 @@ struct Calibration {
   // sampled at the start, middle and end; empty on one CPU.
   std::vector<double> core_round_trips;
   int host_cores = 0;  // logical CPUs the ranks of rank 0's host may run on (0: unknown)
-  // Per ExchangeFamily: the synchronized steps' mean period less their allreduces' time alone,
-  // over the steps' mean alone, minus 1, each summed over ranks (0: one rank or not timed); the
-  // profile keeps it, at least 0, where the ranks time-share CPUs (profile.h: turn_taking).
-  std::array<double, kExchangeFamilies> turn_taking{};
+  // The mean time of the unsynchronised compute steps timed between the synchronized ones
+  // (device.synchronized, per ExchangeFamily), averaged over the ranks (turn_taking below).
+  double steps_alone = 0;
   CalibrationOptions options;
 };
 
 // A collective over the worker's ranks (worker null: one process, no transport measured).
 Calibration calibrate(CommWorker* worker, CalibrationOptions options);
+
+// Taking turns (profile.h: turn_taking) by ExchangeFamily, from a calibration and its profile: the
+// synchronized steps' mean period less the model's own price of the allreduces they hand over
+// (allreduce_time.h on `profile`), over the steps' mean alone, minus 1; 0 where not timed. The
+// model's price, not the allreduces' time alone: on CPUs the ranks time-share, that time is itself
+// turns (each round waits for the partners' communication threads to get a CPU), which the
+// exchange ladder, timed on pairs, does not price and a training step pays.
+double turn_taking(const Calibration& c, std::size_t family, const Profile& profile);
+// The model's price of the allreduces one synchronized step of `family` hands over.
+double modelled_allreduces(const Calibration& c, std::size_t family, const Profile& profile);
 
 // The profile of a calibration: device, node (ranks per host as accelerators, the same-host link,
 // the disk), network when the ranks spanned hosts.

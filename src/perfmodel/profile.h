@@ -126,11 +126,12 @@ struct NodeProfile {
   // variation is that sharing, not independent noise (straggler.h).
   std::optional<Quantity> cores;
   // Where ranks time-share CPUs, the fraction of a step's compute by which a synchronous step is
-  // longer than the ranks' steps alone and its allreduces' own time: at each synchronisation a CPU
-  // switches to the rank it shares it with, and a rank waiting in a collective polls and yields,
-  // so it notices its peer's message only when a computing thread gives up a CPU. Measured by
-  // dtrain calibrate (compute steps with and without a 1 MiB allreduce per bucket), charged in
-  // place of the wait for a straggler (straggler.h), which ranks that take turns do not have.
+  // longer than the ranks' steps alone and the model's price of its allreduces: at each
+  // synchronisation a CPU switches to the rank it shares it with, and a rank waiting in a
+  // collective polls and yields, so it notices its peer's message only when a computing thread
+  // gives up a CPU. Measured by dtrain calibrate (compute steps with and without a 1 MiB
+  // allreduce per bucket, interleaved; calibration.h), charged in place of the wait for a
+  // straggler (straggler.h), which ranks that take turns do not have.
   // turn_taking for collectives that pass messages, turn_taking_shm for shm (absent: turn_taking).
   // Optional, >= 0; absent: 0.
   std::optional<Quantity> turn_taking, turn_taking_shm;
