@@ -228,23 +228,17 @@ StepTimes time_steps(LayerBench& bench, std::size_t gradient_bytes, double min_s
 
 // The compute steps synchronised as a data-parallel step is: whenever the layers run since the
 // last hand-over hold a bucket's gradients (the default 1 MiB) the communication thread is handed
-// a 1 MiB allreduce by the family, one more at the end, and the step waits for them all; beside
-// them the same steps unsynchronised, and the same allreduces with no compute, to tell the turns
-// from the steps' and the collectives' own time. `steps` of each in all (as rank 0 timed alone),
-// interleaved in rounds of about kTurnRoundSeconds: this VM's speed moves between states within
-// a minute (docs/perfmodel.md, Machine state), and a ratio of two times taken at different
-// moments measured the same turns at 0% and at 49% within the hour.
-constexpr double kTurnRoundSeconds = 0.05;
-
-TurnSteps synchronized_steps(LayerBench& bench, const ComputeCalibrationOptions& o, std::size_t steps,
-                             double step_seconds) {
+// a 1 MiB allreduce by `family`, one more at the end, and the step waits for them all; then the
+// same allreduces with no compute, to tell the turns from the collectives' own time. `steps`
+// of each, as rank 0 timed alone.
+SynchronizedSteps synchronized_steps(LayerBench& bench, const ComputeCalibrationOptions& o, ExchangeFamily family,
+                                     std::size_t steps) {
   o.agree(steps);
-  std::size_t per_round = std::max<std::size_t>(1, static_cast<std::size_t>(kTurnRoundSeconds / step_seconds));
-  o.agree(per_round);
   const std::int64_t bucket = static_cast<std::int64_t>(DataParallelConfig{}.bucket_bytes / sizeof(float));
-  const auto step = [&](ExchangeFamily family) {
+  std::size_t handed = 0;
+  const auto step = [&] {
     std::int64_t filled = 0;
-    std::size_t handed = 0;
+    handed = 0;
     compute_step(bench, [&](std::size_t i) {
       filled += bench.layers()[i].params;
       if (filled >= bucket) {
@@ -254,43 +248,22 @@ TurnSteps synchronized_steps(LayerBench& bench, const ComputeCalibrationOptions&
       }
     });
     o.exchange_async(family);
+    ++handed;
     o.wait_exchanges();
-    return handed + 1;
   };
-  TurnSteps out;
-  std::array<std::size_t, kExchangeFamilies> handed{};
-  for (ExchangeFamily f : o.families) handed[static_cast<std::size_t>(f)] = step(f);  // warm-up
-  double alone = 0;
-  std::array<double, kExchangeFamilies> period{}, exchanges{};
-  std::size_t done = 0;
-  while (done < steps) {
-    const std::size_t n = std::min(per_round, steps - done);
-    sync(o);
-    Stopwatch sw;
-    for (std::size_t i = 0; i < n; ++i) compute_step(bench);
-    alone += sw.seconds();
-    for (ExchangeFamily f : o.families) {
-      const auto k = static_cast<std::size_t>(f);
-      sync(o);
-      sw.reset();
-      for (std::size_t i = 0; i < n; ++i) step(f);
-      period[k] += sw.seconds();
-      sync(o);
-      sw.reset();
-      for (std::size_t i = 0; i < n; ++i) {
-        for (std::size_t j = 0; j < handed[k]; ++j) o.exchange_async(f);
-        o.wait_exchanges();
-      }
-      exchanges[k] += sw.seconds();
-    }
-    done += n;
+  step();
+  SynchronizedSteps out;
+  Stopwatch sw;
+  for (std::size_t i = 0; i < steps; ++i) step();
+  out.period = sw.seconds() / static_cast<double>(steps);
+  o.barrier();
+  sw.reset();
+  for (std::size_t i = 0; i < steps; ++i) {
+    for (std::size_t k = 0; k < handed; ++k) o.exchange_async(family);
+    o.wait_exchanges();
   }
-  const auto mean = [&](double total) { return total / static_cast<double>(steps); };
-  out.steps_alone = mean(alone);
-  for (ExchangeFamily f : o.families) {
-    const auto k = static_cast<std::size_t>(f);
-    out.families[k] = {mean(period[k]), mean(exchanges[k]), handed[k]};
-  }
+  out.exchanges = sw.seconds() / static_cast<double>(steps);
+  out.allreduces = handed;
   return out;
 }
 
@@ -469,11 +442,11 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
   d.step_seconds = steps.steps;
   d.gradient_copy = static_cast<double>(d.gradient_bytes) / median(steps.copies);
   d.step_variation = robust_variation(d.step_seconds);
-  if (o.barrier && o.agree && o.exchange_async && o.wait_exchanges && !o.families.empty()) {
-    sync(o);
-    const TurnSteps turns = synchronized_steps(bench, o, d.step_seconds.size(), median(d.step_seconds));
-    d.synchronized = turns.families;
-    d.synchronized_alone = turns.steps_alone;
+  if (o.barrier && o.agree && o.exchange_async && o.wait_exchanges) {
+    for (ExchangeFamily f : o.families) {
+      sync(o);
+      d.synchronized[static_cast<std::size_t>(f)] = synchronized_steps(bench, o, f, d.step_seconds.size());
+    }
   }
   double params = 0, update = 0;
   for (const auto& m : bench.models()) {

@@ -26,14 +26,13 @@
 //                              steps) timed one by one: the robust coefficient of
 //                              variation of their times (straggler.h: robust_variation), which
 //                              calibration.h combines over ranks;
-//   synchronized steps         where ranks time-share CPUs, the same compute steps again (as
-//                              many as rank 0 timed) three ways, interleaved in rounds of about
-//                              50 ms: unsynchronised; per ExchangeFamily synchronised as a
-//                              data-parallel step is (a 1 MiB allreduce handed to the
+//   synchronized steps         where ranks time-share CPUs, per ExchangeFamily, the same compute
+//                              steps again (as many as rank 0 timed), synchronised as a
+//                              data-parallel step is: a 1 MiB allreduce handed to the
 //                              communication thread each time the layers run so far hold a
-//                              default bucket's gradients, 1 MiB, and at the step's end, the
-//                              step waiting for all of them); and those allreduces alone. The
-//                              synchronized period exceeds the unsynchronised steps and the
+//                              default bucket's gradients (1 MiB) and at the step's end, the step
+//                              waiting for all of them: the mean period; then the same
+//                              allreduces alone. The period exceeds the steps' mean and the
 //                              model's price of the allreduces by the cost of taking turns
 //                              (calibration.h, profile.h: turn_taking);
 //   gradient copy              after each of those steps, the largest chosen model's gradient
@@ -76,12 +75,6 @@ struct SynchronizedSteps {
   std::size_t allreduces = 0;  // the 1 MiB allreduces a step hands over
 };
 
-// The synchronized steps of every family and the unsynchronised steps timed between them.
-struct TurnSteps {
-  double steps_alone = 0;  // mean seconds of an unsynchronised compute step
-  std::array<SynchronizedSteps, kExchangeFamilies> families{};
-};
-
 struct ComputeCalibrationOptions {
   std::vector<std::string> models = {"mlp", "lenet", "resnet20"};
   std::int64_t batch = 64;        // samples per benchmark call (the per-rank batch of the runs predicted)
@@ -117,7 +110,6 @@ struct DeviceCalibration {
   std::vector<double> step_seconds;  // the timed compute steps, in order
   double step_variation = 0;         // robust std / median of step_seconds
   std::array<SynchronizedSteps, kExchangeFamilies> synchronized{};  // by ExchangeFamily
-  double synchronized_alone = 0;     // mean seconds of the unsynchronised steps timed between them
   std::size_t gradient_bytes = 0;    // the gradient copy's size
   double gradient_copy = 0;          // bytes/s
 };

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
+#include <numeric>
 #include <span>
 #include <thread>
 
@@ -177,7 +178,9 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   // The step variation: each rank's median step and robust variance (straggler.h).
   const double mid = median(mine.step_seconds);
   const double sigma = mine.step_variation * mid;
-  v.insert(v.end(), {mid, mid * mid, sigma * sigma, mine.synchronized_alone});
+  const double alone = std::accumulate(mine.step_seconds.begin(), mine.step_seconds.end(), 0.0) /
+                       static_cast<double>(std::max<std::size_t>(1, mine.step_seconds.size()));
+  v.insert(v.end(), {mid, mid * mid, sigma * sigma, alone});
   for (const SynchronizedSteps& f : mine.synchronized) v.insert(v.end(), {f.period, f.exchanges});
   v.push_back(1 / mine.gradient_copy);
   const std::vector<double> sum = sum_over_ranks(worker, v);
@@ -195,8 +198,7 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   const double within = sum[at + 2] / p;
   // The schema takes a fraction below 1; a spread that large means the machine was swamped.
   c.device.step_variation = mean_median > 0 ? std::min(0.99, std::sqrt(within + between) / mean_median) : 0.0;
-  // The synchronized steps over the ranks, and the unsynchronised ones timed between them
-  // (turn_taking compares the two).
+  // The synchronized steps over the ranks, and the steps alone (turn_taking compares the two).
   c.steps_alone = sum[at + 3] / p;
   for (std::size_t f = 0; f < kExchangeFamilies; ++f) {
     c.device.synchronized[f].period = sum[at + 4 + 2 * f] / p;

@@ -46,8 +46,8 @@ struct Calibration {
   // sampled at the start, middle and end; empty on one CPU.
   std::vector<double> core_round_trips;
   int host_cores = 0;  // logical CPUs the ranks of rank 0's host may run on (0: unknown)
-  // The mean time of the unsynchronised compute steps timed between the synchronized ones
-  // (device.synchronized, per ExchangeFamily), averaged over the ranks (turn_taking below).
+  // The compute steps' mean time alone (device.step_seconds), averaged over the ranks: what the
+  // synchronized steps (device.synchronized, per ExchangeFamily) are compared with (turn_taking).
   double steps_alone = 0;
   CalibrationOptions options;
 };

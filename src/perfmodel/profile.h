@@ -130,7 +130,7 @@ struct NodeProfile {
   // synchronisation a CPU switches to the rank it shares it with, and a rank waiting in a
   // collective polls and yields, so it notices its peer's message only when a computing thread
   // gives up a CPU. Measured by dtrain calibrate (compute steps with and without a 1 MiB
-  // allreduce per bucket, interleaved; calibration.h), charged in place of the wait for a
+  // allreduce per bucket; calibration.h), charged in place of the wait for a
   // straggler (straggler.h), which ranks that take turns do not have.
   // turn_taking for collectives that pass messages, turn_taking_shm for shm (absent: turn_taking).
   // Optional, >= 0; absent: 0.
