@@ -40,7 +40,9 @@
 //                              timed, into a second buffer (its bucket, last touched a step
 //                              ago): the median copy's bytes per second;
 //   update                     the optimizer step (momentum SGD, as `dtrain train` defaults to)
-//                              on each representative model's parameters: parameters / second;
+//                              on each representative model's parameters, each one timed after
+//                              an untimed forward and backward of that model, as in a step:
+//                              parameters / second;
 //   disk_read                  a file of 64 MiB written, synced, dropped from the page cache
 //                              (posix_fadvise) and read back in 1 MiB blocks.
 // Every rank of a calibration runs the same benchmark at the same time (the caller passes a
