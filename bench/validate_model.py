@@ -30,7 +30,9 @@ CPUs share a cache their compute contends too: two independent lenet processes r
 each), and a prediction for one from the other's constants validates nothing. A row whose own run
 changed state is still marked.
 
-With --reps 2 or more the summary also says how well the measurement repeats itself: each
+With --reps 2 or more a row's error is the median of its repetitions' errors, each prediction
+against its own run (both made in the state that repetition met), and the summary also says how
+well the measurement repeats itself: each
 repetition's measured time against the median of the other repetitions of the same row (the same
 configuration, calibrated and measured again), the error a perfect model of any one repetition
 would still show on the others. On a machine whose speed moves under it, that is the floor of the
@@ -198,6 +200,16 @@ def breakdown(results, target=0.25):
     return over
 
 
+def run_errors(pred, meas):
+    """Each repetition's prediction against its own run: (predicted - measured) / measured. A row's
+    error is the median of these. Each repetition calibrates, predicts and measures in the machine
+    state it meets, so pairing the median prediction with the median run could compare a
+    prediction for one state with a run made in another (a grid of 2026-11-27: mlp's tree f32 on
+    2 ranks predicted 5.79, 3.14 and 5.28 ms for runs of 2.92, 3.06 and 4.33, +98%, +3% and +22%;
+    the medians paired gave +72.5%)."""
+    return [(p - m) / m for p, m in zip(pred, meas)]
+
+
 def repeatability(results):
     """Each repetition's measured time against the median of the row's other repetitions: the
     relative differences over all rows, and the rows whose repetitions span more than 25%."""
@@ -229,7 +241,8 @@ def main():
     ap.add_argument("--min-steps", type=int, default=5)
     ap.add_argument("--max-steps", type=int, default=200)
     ap.add_argument("--reps", type=int, default=1,
-                    help="repetitions of the grid, each with fresh calibrations; rows report medians")
+                    help="repetitions of the grid, each with fresh calibrations; a row's error is the median of its "
+                         "repetitions' errors")
     ap.add_argument("--quiet", type=int, default=0,
                     help="before each calibration and row, wait until at most this many threads are runnable")
     ap.add_argument("--shared-calibration", action="store_true",
@@ -329,9 +342,9 @@ def main():
     results = list(runs.values())
     for res in results:
         res["predicted_s"], res["measured_s"] = bl.median(res["pred"]), bl.median(res["meas"])
-        res["error"] = (res["predicted_s"] - res["measured_s"]) / res["measured_s"]
+        res["error"] = bl.median(run_errors(res["pred"], res["meas"]))
     if a.reps > 1:
-        print(f"\nmedians of {a.reps} repetitions:")
+        print(f"\nmedians of {a.reps} repetitions (the error: the median of the repetitions' errors):")
         for key, res in runs.items():
             p, m = res["predicted_s"], res["measured_s"]
             print(f"{key:<54} {p * 1e3:8.2f} ms {m * 1e3:8.2f} ms {100 * res['error']:+7.1f}%")
@@ -349,8 +362,7 @@ def main():
     for res in results:
         kept = [(p, m) for p, m, ok in zip(res["pred"], res["meas"], res["same_state"]) if ok]
         if kept:
-            p, m = bl.median([k[0] for k in kept]), bl.median([k[1] for k in kept])
-            steady.append(abs(p - m) / m)
+            steady.append(abs(bl.median(run_errors([k[0] for k in kept], [k[1] for k in kept]))))
     changed = sum(not ok for res in results for ok in res["same_state"])
     if changed and steady:
         print(f"{len(steady)} rows over the runs in the calibrated state ({changed} run(s) of "

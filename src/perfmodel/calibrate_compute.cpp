@@ -122,6 +122,10 @@ LayerCall make_layer(const LayerSummary& l, Rng& rng) {
   } else if (l.kind == "relu") {
     m = std::make_shared<ReLU>();
   } else if (l.kind == "add") {
+    // x + x: the forward's sum, and in backward the sum of two gradients into x. A residual
+    // block's addition passes its gradient through unchanged (ops::add); the sum happens where
+    // the shortcut forks off the block's input, which the model charges to the addition's
+    // backward. Two distinct operands time the forward alone: 23-30% less on ResNet-20's shapes.
     return {[](const Variable& x) { return ops::add(x, x); }, nullptr};
   } else {
     return {};  // flatten, dropout and other kinds the zoo's small models do not run

@@ -1,5 +1,6 @@
 """The summaries of bench/validate_model.py on rows whose errors are known: the table per layout and
-model, the rows over the target, and the repeatability of the measurement."""
+model, the rows over the target, a row's error over its repetitions, and the repeatability of the
+measurement."""
 import contextlib
 import importlib.util
 import io
@@ -48,6 +49,18 @@ class Breakdown(unittest.TestCase):
         with contextlib.redirect_stdout(out):
             vm.breakdown([row("1 process", 1, "lenet", 0.01)])
         self.assertTrue(out.getvalue().rstrip().endswith("0 rows over 25%"))
+
+
+class RunErrors(unittest.TestCase):
+    def test_each_prediction_against_its_own_run(self):
+        # Two repetitions calibrated in the slow state, one in the fast: the median of the
+        # repetitions' errors, not the median prediction against the median run (+72.5% here).
+        pred, meas = [5.79, 3.14, 5.28], [2.92, 3.06, 4.33]
+        errors = vm.run_errors(pred, meas)
+        for got, want in zip(errors, [5.79 / 2.92 - 1, 3.14 / 3.06 - 1, 5.28 / 4.33 - 1]):
+            self.assertAlmostEqual(got, want)
+        self.assertAlmostEqual(vm.bl.median(errors), 5.28 / 4.33 - 1)
+        self.assertGreater(vm.bl.median(pred) / vm.bl.median(meas) - 1, 0.7)
 
 
 class Repeatability(unittest.TestCase):
