@@ -32,11 +32,10 @@ changed state is still marked.
 
 With --reps 2 or more a row's error is the median of its repetitions' errors, each prediction
 against its own run (both made in the state that repetition met), and the summary also says how
-well the measurement repeats itself: each
-repetition's measured time against the median of the other repetitions of the same row (the same
-configuration, calibrated and measured again), the error a perfect model of any one repetition
-would still show on the others. On a machine whose speed moves under it, that is the floor of the
-errors above.
+well the measurement repeats itself: each repetition's measured time against the median of the
+other repetitions of the same row (the same configuration, calibrated and measured again), the
+error a perfect model of any one repetition would still show on the others. On a machine whose
+speed moves under it, that is the floor of the errors above.
 
 Every factor is a flag, so a reduced grid is a matter of naming fewer levels:
   bench/validate_model.py                                   # the whole grid
