@@ -22,7 +22,6 @@
 #include "nn/models/models.h"
 #include "optim/optimizer.h"
 #include "parallel/buckets.h"
-#include "parallel/data_parallel.h"
 #include "perfmodel/layer_cost.h"
 #include "perfmodel/layer_trace.h"
 #include "perfmodel/straggler.h"
@@ -198,13 +197,10 @@ struct StepTimes {
   std::vector<double> steps, copies;
 };
 
-// One compute step: a forward and backward of every layer shape of the chosen models, calling
-// `after_layer` (if given) with each layer's index once it has run.
-void compute_step(LayerBench& bench, const std::function<void(std::size_t)>& after_layer = {}) {
+// One compute step: a forward and backward of every layer shape of the chosen models.
+void compute_step(LayerBench& bench) {
   for (std::size_t i = 0; i < bench.layers().size(); ++i) {
-    if (!bench.of_chosen_model(i)) continue;
-    bench.run(i);
-    if (after_layer) after_layer(i);
+    if (bench.of_chosen_model(i)) bench.run(i);
   }
 }
 
@@ -229,47 +225,6 @@ StepTimes time_steps(LayerBench& bench, std::size_t gradient_bytes, double min_s
   volatile float sink = bucket[count / 2];
   (void)sink;
   return t;
-}
-
-// The compute steps synchronised as a data-parallel step is: whenever the layers run since the
-// last hand-over hold a bucket's gradients (the default 1 MiB) the communication thread is handed
-// a 1 MiB allreduce by `family`, one more at the end, and the step waits for them all; then the
-// same allreduces with no compute, to tell the turns from the collectives' own time. `steps`
-// of each, as rank 0 timed alone.
-SynchronizedSteps synchronized_steps(LayerBench& bench, const ComputeCalibrationOptions& o, ExchangeFamily family,
-                                     std::size_t steps) {
-  o.agree(steps);
-  const std::int64_t bucket = static_cast<std::int64_t>(DataParallelConfig{}.bucket_bytes / sizeof(float));
-  std::size_t handed = 0;
-  const auto step = [&] {
-    std::int64_t filled = 0;
-    handed = 0;
-    compute_step(bench, [&](std::size_t i) {
-      filled += bench.layers()[i].params;
-      if (filled >= bucket) {
-        o.exchange_async(family);
-        ++handed;
-        filled = 0;
-      }
-    });
-    o.exchange_async(family);
-    ++handed;
-    o.wait_exchanges();
-  };
-  step();
-  SynchronizedSteps out;
-  Stopwatch sw;
-  for (std::size_t i = 0; i < steps; ++i) step();
-  out.period = sw.seconds() / static_cast<double>(steps);
-  o.barrier();
-  sw.reset();
-  for (std::size_t i = 0; i < steps; ++i) {
-    for (std::size_t k = 0; k < handed; ++k) o.exchange_async(family);
-    o.wait_exchanges();
-  }
-  out.exchanges = sw.seconds() / static_cast<double>(steps);
-  out.allreduces = handed;
-  return out;
 }
 
 // Mean seconds of the optimizer step on the model's parameters, each step timed where training
@@ -471,12 +426,6 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
   d.step_seconds = steps.steps;
   d.gradient_copy = static_cast<double>(d.gradient_bytes) / median(steps.copies);
   d.step_variation = robust_variation(d.step_seconds);
-  if (o.barrier && o.agree && o.exchange_async && o.wait_exchanges) {
-    for (ExchangeFamily f : o.families) {
-      sync(o);
-      d.synchronized[static_cast<std::size_t>(f)] = synchronized_steps(bench, o, f, d.step_seconds.size());
-    }
-  }
   double params = 0, update = 0;
   for (std::size_t j = 0; j < bench.models().size(); ++j) {
     const auto& m = bench.models()[j];

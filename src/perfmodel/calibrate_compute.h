@@ -25,16 +25,9 @@
 //                              of the chosen models, in order: about as long as their own
 //                              steps) timed one by one: the robust coefficient of
 //                              variation of their times (straggler.h: robust_variation), which
-//                              calibration.h combines over ranks;
-//   synchronized steps         where ranks time-share CPUs, per ExchangeFamily, the same compute
-//                              steps again (as many as rank 0 timed), synchronised as a
-//                              data-parallel step is: a 1 MiB allreduce handed to the
-//                              communication thread each time the layers run so far hold a
-//                              default bucket's gradients (1 MiB) and at the step's end, the step
-//                              waiting for all of them: the mean period; then the same
-//                              allreduces alone. The period exceeds the steps' mean and the
-//                              model's price of the allreduces by the cost of taking turns
-//                              (calibration.h, profile.h: turn_taking);
+//                              calibration.h combines over ranks, and where ranks time-share
+//                              CPUs the slowest of the ranks' steps a synchronous step waits
+//                              for (straggler.h: expected_slowest; profile.h: turn_taking);
 //   gradient copy              after each of those steps, the largest chosen model's gradient
 //                              bytes written (as backward writes a gradient) and then copied,
 //                              timed, into a second buffer (its bucket, last touched a step
@@ -63,34 +56,12 @@
 
 namespace dtrain::perf {
 
-// How a data-parallel step's buckets are allreduced, as far as ranks that take turns on shared CPUs
-// feel it: by messages through the transport (ring, tree, butterfly, one-to-all and the MPI
-// library's allreduce: a waiting rank polls its requests and yields), or through shared memory
-// (shm: flag barriers between blocks).
-enum class ExchangeFamily { kMessages, kSharedMemory };
-inline constexpr std::size_t kExchangeFamilies = 2;
-
-// Compute steps whose buckets were allreduced by one family (calibrate_compute.cpp).
-struct SynchronizedSteps {
-  double period = 0;     // mean seconds of a compute step with its buckets' allreduces (0: not timed)
-  double exchanges = 0;  // mean seconds of the same allreduces a step hands over, with no compute
-  std::size_t allreduces = 0;  // the 1 MiB allreduces a step hands over
-};
-
 struct ComputeCalibrationOptions {
   std::vector<std::string> models = {"mlp", "lenet", "resnet20"};
   std::int64_t batch = 64;        // samples per benchmark call (the per-rank batch of the runs predicted)
   double min_seconds = 0.1;       // per shape: repeat until this much time was measured (and 5 calls)
   std::string scratch_dir;        // for the disk benchmark; "" = $TMPDIR or /tmp
   std::function<void()> barrier;  // aligns the ranks between benchmarks (may be empty)
-  // Sets a count to rank 0's on every rank, so that ranks joined by barriers agree on the steps.
-  std::function<void(std::size_t&)> agree;
-  // Hands one bucket's allreduce (1 MiB of f32) to the communication thread without waiting for
-  // it, as backward hands it a bucket, by the collectives of `family`; and waits for every one
-  // handed. With `agree`, all or none (one rank); `families` lists those this layout can run.
-  std::function<void(ExchangeFamily family)> exchange_async;
-  std::function<void()> wait_exchanges;
-  std::vector<ExchangeFamily> families;
 };
 
 struct ShapeTiming {
@@ -111,7 +82,6 @@ struct DeviceCalibration {
   std::vector<ShapeTiming> timings;
   std::vector<double> step_seconds;  // the timed compute steps, in order
   double step_variation = 0;         // robust std / median of step_seconds
-  std::array<SynchronizedSteps, kExchangeFamilies> synchronized{};  // by ExchangeFamily
   std::size_t gradient_bytes = 0;    // the gradient copy's size
   double gradient_copy = 0;          // bytes/s
 };

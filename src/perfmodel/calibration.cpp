@@ -23,6 +23,7 @@
 #include "perfmodel/allreduce_time.h"
 #include "perfmodel/calibrate_overlap.h"
 #include "perfmodel/report.h"
+#include "perfmodel/straggler.h"
 #include "perfmodel/timing_stats.h"
 
 namespace dtrain::perf {
@@ -98,40 +99,13 @@ void sample_core_round_trip(CommWorker* w, std::vector<double>& out) {
 
 std::string gbps(double bytes_per_s) { return fmt::format("{:.2f} GB/s", bytes_per_s / 1e9); }
 
-// The allreduce that stands for a family in the synchronized steps (calibrate_compute.h).
-comm::Algorithm algorithm_of(ExchangeFamily family) {
-  return family == ExchangeFamily::kSharedMemory ? comm::Algorithm::kShm : comm::Algorithm::kRing;
+// Whether rank 0's host ran more compute threads than it has CPUs, with compute steps timed: the
+// ranks took turns, and turn_taking prices it.
+bool took_turns(const Calibration& c) {
+  return c.host_cores > 0 && c.transport.ranks_per_host * c.threads > c.host_cores && c.steps_alone > 0;
 }
-comm::Algorithm algorithm_of(std::size_t family) { return algorithm_of(static_cast<ExchangeFamily>(family)); }
 
 }  // namespace
-
-// Where the ranks time-share their host's CPUs: hands the compute steps one bucket's worth of f32
-// per family to allreduce in place, as the trainer's buckets are: a private buffer for messages,
-// one the host's ranks map for shm (comm/communicator.h). Collective.
-void add_bucket_exchanges(CommWorker* worker, int ranks, ComputeCalibrationOptions& o) {
-  struct Buckets {
-    std::vector<float> private_bucket = std::vector<float>(DataParallelConfig{}.bucket_bytes / sizeof(float));
-    std::span<float> shared_bucket;
-  };
-  auto buckets = std::make_shared<Buckets>();
-  o.families = {ExchangeFamily::kMessages};
-  worker->run([&](comm::Communicator& comm) {
-    if (!comm.shares_memory()) return;
-    const std::span<std::byte> region = comm.allocate_shared(DataParallelConfig{}.bucket_bytes);
-    if (region.empty()) return;
-    buckets->shared_bucket = {reinterpret_cast<float*>(region.data()), region.size() / sizeof(float)};
-    o.families.push_back(ExchangeFamily::kSharedMemory);
-  });
-  o.exchange_async = [worker, buckets, scale = 1.0f / static_cast<float>(ranks)](ExchangeFamily f) {
-    worker->submit([buckets, f, scale](comm::Communicator& comm) {
-      const std::span<float> bucket =
-          f == ExchangeFamily::kSharedMemory ? buckets->shared_bucket : std::span<float>(buckets->private_bucket);
-      comm.allreduce_scaled(bucket.data(), bucket.size(), scale, algorithm_of(f));
-    });
-  };
-  o.wait_exchanges = [worker] { worker->wait_all(); };
-}
 
 Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   Stopwatch sw;
@@ -142,9 +116,6 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   sample_core_round_trip(worker, c.core_round_trips);
   if (worker != nullptr) {
     o.device.barrier = [worker] { worker->run([](comm::Communicator& comm) { comm.barrier(); }); };
-    o.device.agree = [worker](std::size_t& count) {
-      worker->run([&count](comm::Communicator& comm) { comm.broadcast(&count, sizeof count, 0); });
-    };
     const std::size_t largest_message = largest_gradient_bytes(o.device.models);
     worker->run(
         [&](comm::Communicator& comm) { c.transport = calibrate_transport(comm, o.min_seconds, largest_message); });
@@ -155,12 +126,6 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   c.host = c.transport.host_names.at(0);
   const int rank = worker != nullptr ? worker->communicator().rank() : 0;
   c.host_cores = host_cpus(worker, c.transport.host_of);
-  // The turns' cost is measured only where there are turns (profile.h: turn_taking): elsewhere
-  // the compute steps' allreduces would only lengthen the calibration (over a 100 Mbit/s link,
-  // by a minute).
-  if (worker != nullptr && c.transport.ranks_per_host * o.threads > c.host_cores) {
-    add_bucket_exchanges(worker, c.ranks, o.device);
-  }
   sample_core_round_trip(worker, c.core_round_trips);
 
   LayerBench bench(o.device);
@@ -180,8 +145,9 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   const double sigma = mine.step_variation * mid;
   const double alone = std::accumulate(mine.step_seconds.begin(), mine.step_seconds.end(), 0.0) /
                        static_cast<double>(std::max<std::size_t>(1, mine.step_seconds.size()));
-  v.insert(v.end(), {mid, mid * mid, sigma * sigma, alone});
-  for (const SynchronizedSteps& f : mine.synchronized) v.insert(v.end(), {f.period, f.exchanges});
+  // The slowest of the ranks' steps, for the turns (turn_taking).
+  const double slowest = mine.step_seconds.empty() ? alone : expected_slowest(mine.step_seconds, c.ranks);
+  v.insert(v.end(), {mid, mid * mid, sigma * sigma, alone, slowest});
   v.push_back(1 / mine.gradient_copy);
   const std::vector<double> sum = sum_over_ranks(worker, v);
   const double p = c.ranks;
@@ -198,18 +164,11 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   const double within = sum[at + 2] / p;
   // The schema takes a fraction below 1; a spread that large means the machine was swamped.
   c.device.step_variation = mean_median > 0 ? std::min(0.99, std::sqrt(within + between) / mean_median) : 0.0;
-  // The synchronized steps over the ranks, and the steps alone (turn_taking compares the two).
   c.steps_alone = sum[at + 3] / p;
-  for (std::size_t f = 0; f < kExchangeFamilies; ++f) {
-    c.device.synchronized[f].period = sum[at + 4 + 2 * f] / p;
-    c.device.synchronized[f].exchanges = sum[at + 5 + 2 * f] / p;
-  }
+  c.steps_slowest = sum[at + 4] / p;
   sample_core_round_trip(worker, c.core_round_trips);
   c.options = o;
   c.options.device.barrier = nullptr;
-  c.options.device.agree = nullptr;
-  c.options.device.exchange_async = nullptr;
-  c.options.device.wait_exchanges = nullptr;
   c.seconds = sw.seconds();
   return c;
 }
@@ -340,38 +299,20 @@ Profile calibrated_profile(const Calibration& c) {
                             c.ranks, layout);
     p.shm_allreduce = m;
   }
-  // Last: the turns are priced against the model's allreduces on the profile above.
-  if (n.time_shared(per_host, c.threads)) {
-    for (std::size_t f = 0; f < kExchangeFamilies; ++f) {
-      const SynchronizedSteps& s = c.device.synchronized[f];
-      if (s.period <= 0) continue;
-      const bool shm = algorithm_of(f) == comm::Algorithm::kShm;
-      const double modelled = modelled_allreduces(c, f, p);
-      (shm ? n.turn_taking_shm : n.turn_taking) =
-          q(std::max(0.0, turn_taking(c, f, p)),
-            fmt::format("the same {} compute steps per rank with {} 1 MiB {} allreduce(s) of the {} ranks a step, "
-                        "handed to the communication thread per 1 MiB of gradients and at the end: mean period {}, "
-                        "less the model's price of those allreduces ({}; {} with no compute), against {} alone, "
-                        "minus 1 (at least 0); {}",
-                        c.device.step_seconds.size(), s.allreduces, comm::algorithm_name(algorithm_of(f)), c.ranks,
-                        format_seconds(s.period), format_seconds(modelled), format_seconds(s.exchanges),
-                        format_seconds(c.steps_alone), layout));
-    }
+  if (took_turns(c)) {
+    n.turn_taking = q(turn_taking(c),
+                      fmt::format("the {} compute steps per rank timed one by one: the expected slowest of {} ranks' "
+                                  "steps ({}, E[max of {} draws] of each rank's steps) against their mean ({}), "
+                                  "minus 1; {}",
+                                  c.device.step_seconds.size(), c.ranks, format_seconds(c.steps_slowest), c.ranks,
+                                  format_seconds(c.steps_alone), layout));
   }
   return p;
 }
 
-double modelled_allreduces(const Calibration& c, std::size_t family, const Profile& profile) {
-  const SynchronizedSteps& s = c.device.synchronized.at(family);
-  const AllreducePlan plan{algorithm_of(family), c.ranks};
-  constexpr std::size_t kBucketElements = DataParallelConfig{}.bucket_bytes / sizeof(float);
-  return static_cast<double>(s.allreduces) * allreduce_time(plan, kBucketElements, profile).seconds;
-}
-
-double turn_taking(const Calibration& c, std::size_t family, const Profile& profile) {
-  const SynchronizedSteps& s = c.device.synchronized.at(family);
-  if (s.period <= 0 || c.steps_alone <= 0) return 0;
-  return (s.period - modelled_allreduces(c, family, profile)) / c.steps_alone - 1;
+double turn_taking(const Calibration& c) {
+  if (c.steps_alone <= 0) return 0;
+  return std::max(0.0, c.steps_slowest / c.steps_alone - 1);
 }
 
 std::string format_calibration(const Calibration& c, bool per_shape) {
@@ -392,17 +333,11 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
                      100 * c.device.step_variation, c.device.step_seconds.size(),
                      format_seconds(median(c.device.step_seconds)));
   }
-  const bool synchronized = std::any_of(c.device.synchronized.begin(), c.device.synchronized.end(),
-                                        [](const SynchronizedSteps& st) { return st.period > 0; });
-  const Profile profile = synchronized ? calibrated_profile(c) : Profile{};
-  for (std::size_t f = 0; f < kExchangeFamilies; ++f) {
-    const SynchronizedSteps& st = c.device.synchronized[f];
-    if (st.period <= 0) continue;
+  if (took_turns(c)) {
     s += fmt::format(
-        "  synchronized    {} a compute step with a 1 MiB {} allreduce per bucket ({} of them alone, {} modelled): "
-        "{:+.1f}% over the steps alone\n",
-        format_seconds(st.period), comm::algorithm_name(algorithm_of(f)), format_seconds(st.exchanges),
-        format_seconds(modelled_allreduces(c, f, profile)), 100 * turn_taking(c, f, profile));
+        "  taking turns    {:+.1f}%: a synchronous step waits for the slowest of {} ranks' compute steps, "
+        "{} expected against {} in the mean\n",
+        100 * turn_taking(c), c.ranks, format_seconds(c.steps_slowest), format_seconds(c.steps_alone));
   }
   s += fmt::format("  disk read       {} per host\n", gbps(c.device.disk_read));
   if (c.transport.reduce > 0) s += fmt::format("  reduce (gamma)  {}\n", gbps(c.transport.reduce));

@@ -46,24 +46,22 @@ struct Calibration {
   // sampled at the start, middle and end; empty on one CPU.
   std::vector<double> core_round_trips;
   int host_cores = 0;  // logical CPUs the ranks of rank 0's host may run on (0: unknown)
-  // The compute steps' mean time alone (device.step_seconds), averaged over the ranks: what the
-  // synchronized steps (device.synchronized, per ExchangeFamily) are compared with (turn_taking).
-  double steps_alone = 0;
+  // The compute steps (device.step_seconds, unsynchronised), averaged over the ranks: their mean,
+  // and the expected slowest of `ranks` draws of them (straggler.h: expected_slowest).
+  double steps_alone = 0, steps_slowest = 0;
   CalibrationOptions options;
 };
 
 // A collective over the worker's ranks (worker null: one process, no transport measured).
 Calibration calibrate(CommWorker* worker, CalibrationOptions options);
 
-// Taking turns (profile.h: turn_taking) by ExchangeFamily, from a calibration and its profile: the
-// synchronized steps' mean period less the model's own price of the allreduces they hand over
-// (allreduce_time.h on `profile`), over the steps' mean alone, minus 1; 0 where not timed. The
-// model's price, not the allreduces' time alone: on CPUs the ranks time-share, that time is itself
-// turns (each round waits for the partners' communication threads to get a CPU), which the
-// exchange ladder, timed on pairs, does not price and a training step pays.
-double turn_taking(const Calibration& c, std::size_t family, const Profile& profile);
-// The model's price of the allreduces one synchronized step of `family` hands over.
-double modelled_allreduces(const Calibration& c, std::size_t family, const Profile& profile);
+// Taking turns (profile.h: turn_taking): the expected slowest of the ranks' compute steps over
+// their mean, minus 1 (0 where not timed). Ranks that time-share CPUs run their unsynchronised
+// steps now on a CPU to themselves, now on half of one (mlp on 4 ranks of the 2-core VM: 2.4 ms
+// at the 10th percentile, 6.4 ms at the median, 5.0 ms in the mean). The per-layer rates are
+// means, so they count the fast steps; a synchronous step starts every rank at once and ends
+// with the slowest, so it waits for the shared ones: E[max of p draws] (6.5-6.9 ms there).
+double turn_taking(const Calibration& c);
 
 // The profile of a calibration: device, node (ranks per host as accelerators, the same-host link,
 // the disk), network when the ranks spanned hosts.

@@ -126,14 +126,14 @@ struct NodeProfile {
   // variation is that sharing, not independent noise (straggler.h).
   std::optional<Quantity> cores;
   // Where ranks time-share CPUs, the fraction of a step's compute by which a synchronous step is
-  // longer than the ranks' steps alone and the model's price of its allreduces: at each
-  // synchronisation a CPU switches to the rank it shares it with, and a rank waiting in a
-  // collective polls and yields, so it notices its peer's message only when a computing thread
-  // gives up a CPU. Measured by dtrain calibrate (compute steps with and without a 1 MiB
-  // allreduce per bucket; calibration.h), charged in place of the wait for a
-  // straggler (straggler.h), which ranks that take turns do not have.
-  // turn_taking for collectives that pass messages, turn_taking_shm for shm (absent: turn_taking).
-  // Optional, >= 0; absent: 0.
+  // longer than the ranks' steps in the mean: their unsynchronised steps alternate between a CPU
+  // to themselves and half of one, and the compute rates (means) count both, while a synchronous
+  // step starts every rank at once and waits for the slowest. Measured by dtrain calibrate (the
+  // expected slowest of the ranks' compute steps over their mean, minus 1; calibration.h),
+  // charged in place of the wait for a straggler (straggler.h), whose normal draws these bimodal
+  // steps are not. turn_taking_shm, where given, stands for shm (hand-written profiles, or ones
+  // calibrated before 2026-11-27 17:00, which timed shm's flag barriers apart); absent:
+  // turn_taking. Optional, >= 0; absent: 0.
   std::optional<Quantity> turn_taking, turn_taking_shm;
   double turn_taking_fraction(bool shm = false) const {
     if (shm && turn_taking_shm) return turn_taking_shm->value;

@@ -76,6 +76,20 @@ double straggler_wait_double_buffered(double compute_seconds, double variation, 
   return std::max(0.0, period - std::max(mu, (mu + tail) / 2));
 }
 
+double expected_slowest(std::vector<double> seconds, int p) {
+  if (seconds.empty()) throw InputError("the expected slowest step needs at least one timing, got none");
+  if (p < 1) throw InputError(fmt::format("the expected slowest step needs at least one worker, got {}", p));
+  std::sort(seconds.begin(), seconds.end());
+  const double n = static_cast<double>(seconds.size());
+  double expected = 0, below = 0;  // below: P(max <= x_(i-1)) = ((i-1)/n)^p
+  for (std::size_t i = 0; i < seconds.size(); ++i) {
+    const double upto = std::pow(static_cast<double>(i + 1) / n, p);
+    expected += seconds[i] * (upto - below);
+    below = upto;
+  }
+  return expected;
+}
+
 double robust_variation(std::vector<double> seconds) {
   if (seconds.size() < 4) {
     throw InputError(fmt::format("the step-time variation needs at least 4 timings, got {}", seconds.size()));

@@ -38,10 +38,17 @@ double straggler_wait(double compute_seconds, double variation, int workers);
 // Only for workers with CPUs of their own: where a host's ranks outnumber its CPUs (node.cores),
 // its ranks' steps alternate between a CPU to themselves and half of one (4 ranks of mlp on the
 // 2-core VM: 2.3 ms at the 10th percentile, 6.3 ms at the median, lag-1 autocorrelation -0.45),
-// which is not independent noise: a rank that waits gives its CPU to the rank it shares it with,
-// so those ranks take turns, and the step model charges them the calibrated cost of the turns
-// (profile.h: turn_taking) in place of this wait, slack or not.
+// far from normal, and the step model charges them the calibrated cost of taking turns
+// (profile.h: turn_taking, from expected_slowest below) in place of this wait, slack or not.
 double straggler_wait_double_buffered(double compute_seconds, double variation, int workers, double tail_seconds);
+
+// E[max of p independent draws] from the empirical distribution of `seconds` (timings of one
+// worker's steps): with the n timings sorted, x_(1) <= ... <= x_(n), the largest of p draws is
+// x_(i) with probability (i/n)^p - ((i-1)/n)^p, so
+//   E = sum_i x_(i) [(i/n)^p - ((i-1)/n)^p]
+// (the mean for p = 1). No normal assumption: it serves ranks whose steps are bimodal. Throws
+// InputError for no timings or p < 1.
+double expected_slowest(std::vector<double> seconds, int p);
 
 // The coefficient of variation of repeated timings, robustly: the interquartile range over
 // 1.349 (the IQR of a normal distribution in standard deviations) over the median, so a few

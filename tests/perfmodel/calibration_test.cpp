@@ -18,6 +18,7 @@
 #include "perfmodel/calibrate_compute.h"
 #include "perfmodel/layer_trace.h"
 #include "perfmodel/step_model.h"
+#include "perfmodel/straggler.h"
 #include "perfmodel_test_util.h"
 
 namespace dtrain::perf {
@@ -191,7 +192,8 @@ TEST(Calibrate, ShmTimesOfOneHostBecomeTheProfilesShmAllreduce) {
   EXPECT_DOUBLE_EQ(allreduce_time(shm, 2048, p).seconds, 4e-6);  // 8 KiB of f32
 }
 
-// Two ranks of one host on one CPU, with synchronized steps of each family timed.
+// Two ranks of one host on one CPU, whose compute steps alternate between the CPU alone (2 ms)
+// and half of it (5 ms), as ranks that take turns see theirs.
 Calibration time_shared_calibration() {
   Calibration c = synthetic_calibration();
   c.ranks = 2;
@@ -199,48 +201,34 @@ Calibration time_shared_calibration() {
   c.transport.host_of = {0, 0};
   c.transport.host_names = {"hostA"};
   c.transport.across_hosts = {};
-  c.transport.shm_allreduce = {{256 << 10, 2e-5}, {1 << 20, 5e-5}};
-  c.steps_alone = 0.005;
-  c.device.synchronized[static_cast<std::size_t>(ExchangeFamily::kMessages)] = {0.010, 0.004, 3};
-  c.device.synchronized[static_cast<std::size_t>(ExchangeFamily::kSharedMemory)] = {0.006, 0.0003, 3};
+  c.transport.ranks_per_host = 2;
+  c.device.step_seconds = {0.002, 0.005, 0.002, 0.005};
+  c.steps_alone = 0.0035;
+  c.steps_slowest = expected_slowest(c.device.step_seconds, 2);  // 3/4 of pairs hold a 5 ms step
   return c;
 }
 
-TEST(Calibrate, TurnsArePricedAgainstTheModelsOwnAllreduces) {
+TEST(Calibrate, TurnsAreTheWaitForTheSlowestOfTheRanksSteps) {
   const Calibration c = time_shared_calibration();
+  ASSERT_DOUBLE_EQ(c.steps_slowest, 0.25 * 0.002 + 0.75 * 0.005);
   const Profile p = calibrated_profile(c);
-  constexpr std::size_t kMiB = (1 << 20) / sizeof(float);
-  // Ring: the step's period less three 1 MiB ring allreduces as the model prices them on this
-  // profile (its same-host ladder), not less their 4 ms alone, which on a shared CPU is turns too.
-  const double ring = allreduce_time({comm::Algorithm::kRing, 2}, kMiB, p).seconds;
-  ASSERT_GT(ring, 0);
-  ASSERT_LT(3 * ring, 0.004);
   ASSERT_TRUE(p.node.turn_taking.has_value());
-  EXPECT_NEAR(p.node.turn_taking->value, (0.010 - 3 * ring) / 0.005 - 1, 1e-12);
-  EXPECT_GT(p.node.turn_taking->value, (0.010 - 0.004) / 0.005 - 1);
-  EXPECT_NE(p.node.turn_taking->source.find("3 1 MiB ring allreduce(s) of the 2 ranks"), std::string::npos)
+  EXPECT_NEAR(p.node.turn_taking->value, 0.00425 / 0.0035 - 1, 1e-12);
+  EXPECT_DOUBLE_EQ(turn_taking(c), p.node.turn_taking->value);
+  EXPECT_NE(p.node.turn_taking->source.find("the expected slowest of 2 ranks' steps (4.2 ms, E[max of 2 draws]"),
+            std::string::npos)
       << p.node.turn_taking->source;
-  EXPECT_NE(p.node.turn_taking->source.find("the model's price of those allreduces"), std::string::npos)
-      << p.node.turn_taking->source;
-  // shm: its measured 1 MiB time (50 us) is the model's price: (6 ms - 150 us) / 5 ms - 1.
-  ASSERT_TRUE(p.node.turn_taking_shm.has_value());
-  EXPECT_NEAR(p.node.turn_taking_shm->value, (0.006 - 3 * 5e-5) / 0.005 - 1, 1e-12);
-  EXPECT_NEAR(turn_taking(c, static_cast<std::size_t>(ExchangeFamily::kSharedMemory), p), 0.17, 1e-12);
+  EXPECT_FALSE(p.node.turn_taking_shm.has_value()) << "shm takes the same turns";
   const std::string text = format_calibration(c, false);
-  EXPECT_NE(text.find("synchronized    6.0 ms a compute step with a 1 MiB shm allreduce per bucket (300 us of them "
-                      "alone, 150 us modelled): +17.0% over the steps alone"),
+  EXPECT_NE(text.find("taking turns    +21.4%: a synchronous step waits for the slowest of 2 ranks' compute steps, "
+                      "4.2 ms expected against 3.5 ms in the mean"),
             std::string::npos)
       << text;
-  // Faster than the steps alone and the allreduces together: no negative turns in the profile.
-  Calibration quick = c;
-  quick.device.synchronized[static_cast<std::size_t>(ExchangeFamily::kSharedMemory)].period = 0.004;
-  EXPECT_LT(turn_taking(quick, 1, calibrated_profile(quick)), 0);
-  EXPECT_EQ(calibrated_profile(quick).node.turn_taking_shm->value, 0);
-  // A CPU per rank: no turns, whatever was timed.
+  // A CPU per rank: no turns (the straggler wait of the variation stands instead).
   Calibration own_cpus = c;
   own_cpus.host_cores = 2;
   EXPECT_FALSE(calibrated_profile(own_cpus).node.turn_taking.has_value());
-  EXPECT_FALSE(calibrated_profile(own_cpus).node.turn_taking_shm.has_value());
+  EXPECT_EQ(format_calibration(own_cpus, false).find("taking turns"), std::string::npos);
 }
 
 TEST(Calibrate, AllreduceLadderDropsStalledSizes) {
@@ -331,36 +319,6 @@ TEST(Calibrate, PipelinedTreeOnTwoNodesCostsTheVectorOncePlusAChunk) {
   ring.algorithm = comm::Algorithm::kRing;
   EXPECT_NEAR(allreduce_time(tree, count, profile).seconds, allreduce_time(ring, count, profile).seconds,
               0.02 * allreduce_time(ring, count, profile).seconds);
-}
-
-TEST(Calibrate, SynchronizedStepsHandOverEveryBucketsAllreduce) {
-  // One process standing in for the ranks: the allreduces are counted, not run. Every step of
-  // each family hands over the same allreduces, once synchronised and once alone, plus a warm-up
-  // step, as many steps as the step-variation steps.
-  ComputeCalibrationOptions o;
-  o.models = {"mlp"};
-  o.min_seconds = 0.002;
-  std::array<std::size_t, kExchangeFamilies> handed{};
-  std::size_t waits = 0, barriers = 0;
-  o.barrier = [&] { ++barriers; };
-  o.agree = [](std::size_t&) {};
-  o.exchange_async = [&](ExchangeFamily f) { ++handed.at(static_cast<std::size_t>(f)); };
-  o.wait_exchanges = [&] { ++waits; };
-  o.families = {ExchangeFamily::kMessages, ExchangeFamily::kSharedMemory};
-  LayerBench bench(o);
-  const DeviceCalibration d = calibrate_device(bench, o);
-  const std::size_t steps = d.step_seconds.size();
-  ASSERT_GE(steps, 12u);
-  for (std::size_t f = 0; f < kExchangeFamilies; ++f) {
-    const SynchronizedSteps& s = d.synchronized[f];
-    // mlp's 0.67 M gradients fill two 1 MiB buckets before the step's last hand-over.
-    EXPECT_EQ(s.allreduces, 3u) << f;
-    EXPECT_EQ(handed[f], s.allreduces * (1 + 2 * steps)) << f;
-    EXPECT_GT(s.period, 0) << f;
-    EXPECT_GT(s.exchanges, 0) << f;
-  }
-  EXPECT_EQ(waits, 2 * (1 + 2 * steps));
-  EXPECT_GT(barriers, 5u);
 }
 
 TEST(Calibrate, RooflineRateReproducesTheMeasuredTotal) {

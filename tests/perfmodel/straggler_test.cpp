@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <random>
@@ -80,6 +81,27 @@ TEST(Straggler, RobustVariationOfNormalTimingsIgnoresOutliers) {
   EXPECT_NEAR(robust_variation(t), 0.03, 0.004);
   EXPECT_EQ(robust_variation({0.1, 0.1, 0.1, 0.1}), 0);
   EXPECT_THROW(robust_variation({0.1, 0.2, 0.3}), InputError);
+}
+
+TEST(Straggler, ExpectedSlowestOfEmpiricalDrawsCountsEveryOrderStatistic) {
+  // One draw: the mean. Two draws from {1, 2}: the maximum is 1 only when both are 1 (1/4).
+  EXPECT_DOUBLE_EQ(expected_slowest({3.0, 1.0, 2.0}, 1), 2.0);
+  EXPECT_DOUBLE_EQ(expected_slowest({2.0, 1.0}, 2), 1.75);
+  // Against brute force over every ordered triple of draws from a bimodal sample (a CPU to
+  // itself or half of one, as ranks that take turns see their steps).
+  const std::vector<double> t{2.3, 2.4, 6.2, 6.3, 6.4, 6.6, 9.0};
+  double sum = 0;
+  for (double a : t) {
+    for (double b : t) {
+      for (double c : t) sum += std::max({a, b, c});
+    }
+  }
+  EXPECT_NEAR(expected_slowest(t, 3), sum / std::pow(7.0, 3), 1e-12);
+  // It grows with the draws toward the largest timing.
+  EXPECT_LT(expected_slowest(t, 4), expected_slowest(t, 16));
+  EXPECT_LT(expected_slowest(t, 16), 9.0);
+  EXPECT_THROW(expected_slowest({}, 2), InputError);
+  EXPECT_THROW(expected_slowest({1.0}, 0), InputError);
 }
 
 TEST(TimingStats, MeanWithoutStallsLeavesOutCallsFarAboveTheMedian) {
