@@ -9,9 +9,7 @@
 #include <cmath>
 #include <ctime>
 #include <fstream>
-#include <memory>
 #include <numeric>
-#include <span>
 #include <thread>
 
 #include "comm/algorithm.h"
@@ -19,8 +17,6 @@
 #include "core/core_round_trip.h"
 #include "core/timer.h"
 #include "parallel/core_probe.h"
-#include "parallel/data_parallel.h"
-#include "perfmodel/allreduce_time.h"
 #include "perfmodel/calibrate_overlap.h"
 #include "perfmodel/report.h"
 #include "perfmodel/straggler.h"
