@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <set>
+#include <vector>
 
 #include "core/error.h"
 
@@ -26,20 +27,28 @@ AllreduceTime time_on(comm::Algorithm a, int p, std::size_t count, DType dtype, 
   return t;
 }
 
-// Same-host beta from the exchange ladder (profile.h) at the slowest rank's beta bytes B (its
-// cost with beta = 1 s/byte and nothing else). With several pairs calibrated side by side, the
-// ranks the algorithm keeps busy are b = sum over ranks of B_r / B (every rank for the ring and
-// the butterfly, about two for one-to-all, whose leaves wait while the root works); the time per
-// byte is read from the one-pair ladder at b = 2, from the all-pairs one at b = 2 * pairs, and
-// linearly between.
-double ladder_seconds_per_byte(const ExchangeLadder& ladder, const AllreducePlan& plan, int p, std::size_t count,
-                               double slope_beta) {
-  double moved = 0, total = 0;  // the slowest rank's beta bytes, and all ranks'
+// Every rank's counts, the bytes charged beta being what it pulls (pulled_bytes).
+std::vector<comm::CommCost> same_host_costs(const AllreducePlan& plan, int p, std::size_t count) {
+  std::vector<comm::CommCost> costs;
+  costs.reserve(static_cast<std::size_t>(p));
   for (int r = 0; r < p; ++r) {
-    const auto bytes =
-        static_cast<double>(comm::allreduce_cost(plan.algorithm, p, r, count, plan.dtype, plan.chunk_bytes).beta_bytes);
-    moved = std::max(moved, bytes);
-    total += bytes;
+    costs.push_back(comm::allreduce_cost(plan.algorithm, p, r, count, plan.dtype, plan.chunk_bytes));
+    costs.back().beta_bytes = pulled_bytes(costs.back());
+  }
+  return costs;
+}
+
+// Same-host beta from the exchange ladder (profile.h) at the slowest rank's pulled bytes B. With
+// several pairs calibrated side by side, the ranks the algorithm keeps busy are b = sum over ranks
+// of B_r / B (every rank for the ring and the butterfly, 2.15-2.5 for one-to-all on 4, whose leaves
+// pull n + c each while the root pulls 3n + c); the time per byte is read from the one-pair ladder
+// at b = 2, from the all-pairs one at b = 2 * pairs, and linearly between.
+double ladder_seconds_per_byte(const ExchangeLadder& ladder, const std::vector<comm::CommCost>& costs,
+                               double slope_beta) {
+  double moved = 0, total = 0;  // the slowest rank's pulled bytes, and all ranks'
+  for (const comm::CommCost& c : costs) {
+    moved = std::max(moved, static_cast<double>(c.beta_bytes));
+    total += static_cast<double>(c.beta_bytes);
   }
   if (moved <= 0) return slope_beta;
   const double all_pairs = interpolate_points(ladder.points, moved);
@@ -47,6 +56,18 @@ double ladder_seconds_per_byte(const ExchangeLadder& ladder, const AllreducePlan
   const double busy = total / moved;
   const double w = std::clamp((busy - 2) / (2.0 * ladder.pairs - 2), 0.0, 1.0);
   return ((1 - w) * interpolate_points(ladder.one_pair, moved) + w * all_pairs) / moved;
+}
+
+AllreduceTime same_host_time(const ExchangeLadder& ladder, const AllreducePlan& plan, int p, std::size_t count,
+                             comm::AlphaBetaGamma m) {
+  const std::vector<comm::CommCost> costs = same_host_costs(plan, p, count);
+  m.beta = ladder_seconds_per_byte(ladder, costs, m.beta);
+  AllreduceTime t;
+  for (const comm::CommCost& c : costs) {
+    t.seconds = std::max(t.seconds, comm::predict_seconds(c, m));
+    t.latency = std::max(t.latency, comm::predict_seconds(c, {m.alpha, 0, 0}));
+  }
+  return t;
 }
 
 // Measured times at count * dtype bytes; the latency part is the line's intercept at zero bytes.
@@ -96,6 +117,11 @@ double interpolate_points(const std::vector<std::pair<double, double>>& points, 
   return std::max(t, 0.1 * points[0].second);
 }
 
+std::uint64_t pulled_bytes(const comm::CommCost& c) {
+  if (c.messages_received == 0) return c.beta_bytes;
+  return std::min(c.beta_bytes, c.bytes_received + c.bytes_received / c.messages_received);
+}
+
 int nic_flows(comm::Algorithm a, int per_node) { return a == comm::Algorithm::kButterfly ? per_node : 1; }
 
 double slowest_rank_seconds(comm::Algorithm a, int p, std::size_t count, DType dtype, const comm::AlphaBetaGamma& m,
@@ -135,9 +161,8 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
   }
   const DeviceProfile& dev = profile.device;
   if (p <= k) {
-    comm::AlphaBetaGamma m = abg(profile.node.intra_link, dev, 1);
-    if (const auto& ladder = profile.node.intra_link.exchange_ladder)
-      m.beta = ladder_seconds_per_byte(*ladder, plan, p, count, m.beta);
+    const comm::AlphaBetaGamma m = abg(profile.node.intra_link, dev, 1);
+    if (const auto& ladder = profile.node.intra_link.exchange_ladder) return same_host_time(*ladder, plan, p, count, m);
     return time_on(plan.algorithm, p, count, plan.dtype, m, plan.chunk_bytes);
   }
   if (!profile.network) {

@@ -5,8 +5,8 @@
 // Ranks are placed node-major (ranks 0..k-1 on the first node of k accelerators, and so on).
 //   - All ranks in one node: the intra-node link; where it has an exchange ladder (profile.h:
 //     dtrain calibrate's same-host link), beta is the ladder's seconds per byte at the bytes the
-//     slowest rank moves (its beta bytes, comm::allreduce_cost), not the slope of the largest
-//     sizes: a 1 MiB bucket's copies stay in the caches.
+//     slowest rank pulls (pulled_bytes: what it receives, the receiver making the copy), not the
+//     slope of the largest sizes: a 1 MiB bucket's copies stay in the caches.
 //   - Flat (what dtrain's collectives do today): one algorithm over all p ranks. Every step
 //     waits for its slowest message, so once the ranks span nodes the network's latency and
 //     bandwidth bound the whole collective (steps that stay inside a node are charged at the
@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -74,6 +75,19 @@ bool shm_candidate(const Profile& profile, int workers);
 double interpolate_measured(const MeasuredAllreduce& m, double bytes);
 // The same interpolation over (bytes, seconds) points, bytes ascending (non-empty).
 double interpolate_points(const std::vector<std::pair<double, double>>& points, double bytes);
+
+// On one host a message is a copy its receiver makes: Open MPI's shared-memory transport moves a
+// large message by single-copy get (CMA), the receiver reading the sender's pages. So a rank's own
+// copying is what it receives, and its sends hold it only until its peers, copying side by side,
+// have pulled them: past its last receive, one message (the pipeline's last chunk). Its bytes at
+// the ladder's rate are min(beta_bytes, bytes_received + that message); beta_bytes, the larger
+// direction per step, bounds them where sends and receives alternate (ring and butterfly, the
+// same either way). One-to-all's root pulls (p-1) n and its leaves the last chunk c of the sum,
+// (p-1) n + c, where a link that the root must push through pays (p-1)(n + c): on 4 ranks of
+// the 2-core VM a 1 MiB one-to-all took 357 us (fast core state), which the ladder priced at 584
+// us from 6 MiB and prices at 424 us from 4 MiB; the pipelined tree's 1 MiB, 294 us (236-356),
+// at 454 and 379.
+std::uint64_t pulled_bytes(const comm::CommCost& cost);
 
 // How many of a node's k ranks send across the node boundary in the same step, for a flat
 // algorithm over more than one node with node-major ranks: ring 1 (one ring edge leaves each

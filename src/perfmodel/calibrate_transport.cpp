@@ -17,6 +17,7 @@
 #include "comm/reduce.h"
 #include "core/error.h"
 #include "core/timer.h"
+#include "perfmodel/pinned_pairs.h"
 #include "perfmodel/report.h"
 #include "perfmodel/timing_stats.h"
 
@@ -490,7 +491,12 @@ TransportCalibration calibrate_transport(comm::Communicator& c, double min_secon
     partner[0] = 0;
     how = "rank 0 messaging itself (no host has two ranks)";
   }
-  out.same_host = measure_link(c, partner, min_seconds, how, pairs > 0, false);
+  {
+    // Where a host's ranks outnumber its CPUs, each pair on a CPU of its own (pinned_pairs.h).
+    const PinnedPairs pin(members, c.rank());
+    if (mean_over_active(c, pin.pinned() ? 1.0 : 0.0, true) > 0) how += ", each pinned to one CPU";
+    out.same_host = measure_link(c, partner, min_seconds, how, pairs > 0, false);
+  }
 
   if (members.size() > 1) {
     std::vector<int> link(static_cast<std::size_t>(p), -1);

@@ -22,7 +22,9 @@
 //                median over paired rounds, as the slope) at 64 KiB x 4^k up to the slope's
 //                largest size, since copies that stay in the caches cost less per byte than the
 //                slope's (profile.h: ExchangeLadder); with more than one pair on the host, also
-//                with the first pair alone while the other ranks wait;
+//                with the first pair alone while the other ranks wait. Where a host's ranks
+//                outnumber its CPUs, the same-host link (latency, slopes, ladder) is timed with
+//                each pair pinned to a CPU of its own (pinned_pairs.h);
 //   burst        across hosts: what an exchange of half the slope's largest size saves after the
 //                link idled for twice its time, against one straight after it (median of 5
 //                rounds), times the bandwidth: a token-bucket shaper's allowance (tc tbf's burst),

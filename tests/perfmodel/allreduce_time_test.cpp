@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <utility>
+
 #include "comm/algorithm.h"
 #include "core/error.h"
 #include "perfmodel_test_util.h"
@@ -129,18 +132,59 @@ TEST(AllreduceTime, ShmUsesItsLadderForItsWorkerCountAndItsCostOtherwise) {
   EXPECT_DOUBLE_EQ(allreduce_time(plan, 500, p).seconds, allreduce_time(plan, 500, without).seconds);
 }
 
-TEST(AllreduceTime, SameHostBetaComesFromTheExchangeLadderAtTheBytesMoved) {
-  Profile p = test_profile(4);  // intra-node link: alpha 1e-7, 1e10 bytes/s
+// The largest pulled_bytes over the ranks, and their sum.
+std::pair<double, double> pulled(Algorithm a, int p, std::size_t count) {
+  double most = 0, all = 0;
+  for (int r = 0; r < p; ++r) {
+    const auto b = static_cast<double>(pulled_bytes(comm::allreduce_cost(a, p, r, count, DType::kF32)));
+    most = std::max(most, b);
+    all += b;
+  }
+  return {most, all};
+}
+
+TEST(AllreduceTime, OnOneHostARankPaysWhatItReceivesPlusItsLastMessage) {
+  const std::size_t count = 250000;  // 1 MB of f32: one chunk
+  // One-to-all on 4: the root receives 3 MB in 3 messages and sends 3 MB; its link would carry
+  // 3 (n + c) = 6 MB, its copies are 3 n and its leaves pull the last chunk: 4 MB.
+  const comm::CommCost root = comm::allreduce_cost(Algorithm::kOneToAll, 4, 0, count, DType::kF32);
+  EXPECT_EQ(root.beta_bytes, 6000000u);
+  EXPECT_EQ(pulled_bytes(root), 4000000u);
+  // A leaf sends n, then pulls the sum: 2 MB either way.
+  EXPECT_EQ(pulled_bytes(comm::allreduce_cost(Algorithm::kOneToAll, 4, 1, count, DType::kF32)), 2000000u);
+  // The tree's root pulls its two children's n, then its children pull the sum: 3 MB, not 4.
+  const comm::CommCost tree_root = comm::allreduce_cost(Algorithm::kTree, 4, 0, count, DType::kF32);
+  EXPECT_EQ(tree_root.beta_bytes, 4000000u);
+  EXPECT_EQ(pulled_bytes(tree_root), 3000000u);
+  // The ring and the butterfly on a power of two send and receive the same each step: unchanged.
+  // (Off a power of two, the butterfly's folded rank returns the sum whole, which its partner
+  // pulls: rank 1 of 3 pays 2.67 MB there, not 3.)
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kButterfly}) {
+    for (int p : {2, 4, 8}) {
+      for (int r = 0; r < p; ++r) {
+        const comm::CommCost c = comm::allreduce_cost(a, p, r, count, DType::kF32);
+        EXPECT_EQ(pulled_bytes(c), c.beta_bytes) << comm::algorithm_name(a) << " rank " << r << " of " << p;
+      }
+    }
+  }
+  // A rank that receives nothing (a world of one) keeps its beta bytes.
+  EXPECT_EQ(pulled_bytes({}), 0u);
+}
+
+TEST(AllreduceTime, SameHostBetaComesFromTheExchangeLadderAtTheBytesPulled) {
+  Profile p = test_profile(4);  // intra-node link: alpha 1e-7, 1e10 bytes/s; reduce 1e12 bytes/s
   Profile laddered = p;
   // Half the slope's time per byte up to 1 MB, the slope's own at 4 MB.
   laddered.node.intra_link.exchange_ladder = ExchangeLadder{{{1e6, 0.5e6 / 1e10}, {4e6, 4e6 / 1e10}}, "test", 1, {}};
+  const auto& points = laddered.node.intra_link.exchange_ladder->points;
   const std::size_t count = 250000;  // 1 MB of f32
-  for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kButterfly, Algorithm::kOneToAll}) {
+  // The ring and the butterfly: the slowest rank's beta bytes (what it pulls) at the ladder's rate.
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kButterfly}) {
     for (int workers : {2, 4}) {
       AllreducePlan plan{a, workers};
       const double moved = slowest_rank_seconds(a, workers, count, DType::kF32, {0, 1, 0}, comm::kDefaultChunkBytes);
-      const double ladder_time = interpolate_points(laddered.node.intra_link.exchange_ladder->points, moved);
-      const double beta = ladder_time / moved;
+      EXPECT_DOUBLE_EQ(moved, pulled(a, workers, count).first);
+      const double beta = interpolate_points(points, moved) / moved;
       EXPECT_NEAR(allreduce_time(plan, count, laddered).seconds,
                   slowest_rank_seconds(a, workers, count, DType::kF32, {1e-7, beta, 1e-12}, comm::kDefaultChunkBytes),
                   1e-12)
@@ -151,40 +195,54 @@ TEST(AllreduceTime, SameHostBetaComesFromTheExchangeLadderAtTheBytesMoved) {
       }
     }
   }
-  // The ring on 2 moves 1 MB: half the slope's time. One-to-all on 4 moves 3 MB, further up.
-  AllreducePlan ring{Algorithm::kRing, 2}, one_to_all{Algorithm::kOneToAll, 4};
+  // One-to-all on 4: the root, 6 rounds, 4 MB pulled at the ladder's 4 MB time, 3 MB added.
+  const AllreducePlan one_to_all{Algorithm::kOneToAll, 4};
+  EXPECT_NEAR(allreduce_time(one_to_all, count, laddered).seconds, 6 * 1e-7 + 4e6 / 1e10 + 3e6 / 1e12, 1e-12);
+  EXPECT_NEAR(allreduce_time(one_to_all, count, laddered).latency, 6 * 1e-7, 1e-15);
+  // The tree on 4: its root, 3 MB pulled at the ladder's 3 MB time (between the points), 2 MB added.
+  const double tree_rounds =
+      static_cast<double>(comm::allreduce_cost(Algorithm::kTree, 4, 0, count, DType::kF32).rounds);
+  EXPECT_NEAR(allreduce_time({Algorithm::kTree, 4}, count, laddered).seconds,
+              tree_rounds * 1e-7 + interpolate_points(points, 3e6) + 2e6 / 1e12, 1e-12);
+  // The ring on 2 moves 1 MB: half the slope's time. One-to-all on 4 pulls 4 MB, further up.
+  AllreducePlan ring{Algorithm::kRing, 2};
   const double ring_ratio = allreduce_time(ring, count, laddered).seconds / allreduce_time(ring, count, p).seconds;
   const double star_ratio =
       allreduce_time(one_to_all, count, laddered).seconds / allreduce_time(one_to_all, count, p).seconds;
   EXPECT_LT(ring_ratio, star_ratio);
-  // Across nodes the network's slope stays (no ladder there).
+  // Across nodes the network's slope stays (no ladder there), and so do the beta bytes.
   AllreducePlan across{Algorithm::kRing, 8};
   EXPECT_DOUBLE_EQ(allreduce_time(across, count, laddered).seconds, allreduce_time(across, count, p).seconds);
+  AllreducePlan star_across{Algorithm::kOneToAll, 8};
+  EXPECT_DOUBLE_EQ(allreduce_time(star_across, count, laddered).seconds, allreduce_time(star_across, count, p).seconds);
 }
 
 TEST(AllreduceTime, OnePairLadderForTheRanksAnAlgorithmKeepsBusy) {
   // 4 ranks on a host calibrated as 2 pairs side by side (1e10 bytes/s per pair) and as one pair
-  // alone (2e10). The ring and the butterfly keep all four busy: the side-by-side ladder. One-to-all
-  // on 4: the root moves 3n while each leaf moves n, so 2 ranks are busy on average: one pair's.
-  // The pipelined tree (root 2n, middle rank 2n, leaves n): 3 ranks, halfway.
+  // alone (2e10). The ring and the butterfly keep all four busy: the side-by-side ladder. In 4
+  // chunks of 1 MiB, one-to-all's root pulls 13 MiB and each leaf 5: 28/13 ranks busy, 1/13 of the
+  // way from one pair's ladder to both pairs'. The pipelined tree (root and middle rank 9 MiB,
+  // leaves 5): 28/9 ranks, 5/9 of the way.
   Profile p = test_profile(4);
   ExchangeLadder ladder{{{1e5, 1e5 / 1e10}, {1e8, 1e8 / 1e10}}, "test", 2, {{1e5, 1e5 / 2e10}, {1e8, 1e8 / 2e10}}};
   p.node.intra_link.exchange_ladder = ladder;
   const std::size_t count = 1 << 20;  // 4 MiB: several chunks, so the tree pipelines
   auto beta_of = [&](Algorithm a) {
     const AllreducePlan plan{a, 4};
-    // Solve the time for beta: the cost is linear in it.
+    // Solve the time for beta: the cost is linear in it, and the same rank is slowest in every term.
     const double t = allreduce_time(plan, count, p).seconds;
     const double base = slowest_rank_seconds(a, 4, count, DType::kF32, {1e-7, 0, 1e-12}, comm::kDefaultChunkBytes);
-    const double moved = slowest_rank_seconds(a, 4, count, DType::kF32, {0, 1, 0}, comm::kDefaultChunkBytes);
-    return (t - base) / moved;
+    return (t - base) / pulled(a, 4, count).first;
   };
+  constexpr double kMiB = 1 << 20;
+  EXPECT_DOUBLE_EQ(pulled(Algorithm::kOneToAll, 4, count).first, 13 * kMiB);
+  EXPECT_DOUBLE_EQ(pulled(Algorithm::kOneToAll, 4, count).second, 28 * kMiB);
+  EXPECT_DOUBLE_EQ(pulled(Algorithm::kTree, 4, count).first, 9 * kMiB);
+  EXPECT_DOUBLE_EQ(pulled(Algorithm::kTree, 4, count).second, 28 * kMiB);
   EXPECT_NEAR(beta_of(Algorithm::kRing), 1e-10, 1e-14);
   EXPECT_NEAR(beta_of(Algorithm::kButterfly), 1e-10, 1e-14);
-  EXPECT_NEAR(beta_of(Algorithm::kOneToAll), 0.5e-10, 1e-14);
-  const double tree = beta_of(Algorithm::kTree);
-  EXPECT_GT(tree, 0.6e-10);
-  EXPECT_LT(tree, 0.9e-10);
+  EXPECT_NEAR(beta_of(Algorithm::kOneToAll), (12.0 / 13 * 0.5 + 1.0 / 13) * 1e-10, 1e-14);
+  EXPECT_NEAR(beta_of(Algorithm::kTree), (4.0 / 9 * 0.5 + 5.0 / 9) * 1e-10, 1e-14);
   // Two workers on this host: one pair's ladder.
   EXPECT_NEAR(
       allreduce_time({Algorithm::kRing, 2}, count, p).seconds,

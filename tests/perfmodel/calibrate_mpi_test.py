@@ -10,7 +10,8 @@ usage: calibrate_mpi_test.py DTRAIN CASE [NETNS_HOSTS_SH]
               that log names what limits scaling
   time_shared two ranks on one CPU (taskset -c 0): the profile's host has 1 CPU and the cost of
               the ranks taking turns (node.turn_taking); with mpirun binding a core to each
-              rank, 2 CPUs and no turns
+              rank, 2 CPUs and no turns; 4 ranks on 2 CPUs (taskset -c 0,1): turns, and the
+              same-host pairs timed each pinned to one CPU
   two_hosts   one rank in each of two emulated hosts (tools/netns_hosts.sh) on a 100 Mbit/s link:
               the profile gains a network whose bandwidth is that of the shaped link (at most
               its rate, at least 30% of it) and whose burst allowance is that of its tc tbf
@@ -118,6 +119,15 @@ def time_shared(dtrain):
             node = json.load(open(profile))["node"]
             assert node["cores"]["value"] >= 2 and "turn_taking" not in node, node
             assert "taking turns " not in out, out
+            # Four ranks on two CPUs: the kernel would place them as it likes, so each same-host
+            # pair is timed on a CPU of its own (perfmodel/pinned_pairs.h); the turns stay.
+            out = run(["taskset", "-c", "0,1"] + MPIRUN + ["-np", "4", dtrain, "calibrate", *QUICK, "-o", profile])
+            node = json.load(open(profile))["node"]
+            assert node["cores"]["value"] == 2 and "turn_taking" in node, node
+            link = node["intra_link"]
+            assert "each pinned to one CPU" in link["bandwidth"]["source"], link
+            assert "each pinned to one CPU" in link["exchange_ladder"]["source"], link
+            assert "2 same-host pair(s) side by side, each pinned to one CPU" in out, out
         print(out)
 
 
