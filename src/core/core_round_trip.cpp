@@ -24,14 +24,6 @@ constexpr int kSpinsPerClockRead = 1024;
 // scheduler) rather than ran at once: cache lines cross between cores in under a microsecond.
 constexpr double kTookTurnsSeconds = 20e-6;
 
-bool pin_this_thread(int cpu) {
-  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
-}
-
 struct alignas(64) SharedLine {
   std::atomic<std::uint32_t> turn{0};  // odd: the responder's turn; even: the initiator's
 };
@@ -43,6 +35,14 @@ struct alignas(64) Control {
 };
 
 }  // namespace
+
+bool pin_this_thread(int cpu) {
+  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
 
 std::vector<int> allowed_cpus() {
   cpu_set_t set;

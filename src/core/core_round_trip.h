@@ -19,6 +19,9 @@ namespace dtrain {
 // The CPUs this process may run on (its affinity mask), ascending.
 std::vector<int> allowed_cpus();
 
+// Restricts the calling thread to `cpu`; false where that CPU does not exist or is not allowed.
+bool pin_this_thread(int cpu);
+
 // The shortest mean round trip (seconds) over batches of round trips between a thread pinned to
 // `cpu_a` and one pinned to `cpu_b`, measured for about `budget` (the minimum over batches
 // discards batches in which either thread was preempted). nullopt when a thread cannot be pinned

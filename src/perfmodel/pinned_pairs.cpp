@@ -22,18 +22,8 @@ PinnedPairs::PinnedPairs(const std::vector<std::vector<int>>& members, int rank)
       cpu_ = pair_cpu(static_cast<int>(host.size()), static_cast<int>(i / 2), allowed_cpus());
     }
   }
-  if (cpu_ < 0 || cpu_ >= CPU_SETSIZE) {
-    cpu_ = -1;
-    return;
-  }
-  if (pthread_getaffinity_np(pthread_self(), sizeof saved_, &saved_) != 0) {
-    cpu_ = -1;
-    return;
-  }
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu_, &one);
-  pinned_ = pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+  // The thread's own CPUs, to give back when the timing is done.
+  pinned_ = cpu_ >= 0 && pthread_getaffinity_np(pthread_self(), sizeof saved_, &saved_) == 0 && pin_this_thread(cpu_);
   if (!pinned_) cpu_ = -1;
 }
 

@@ -1,10 +1,9 @@
 // Pinning the same-host pairs while the calibration times their link: which CPU each pair takes,
-// when it pins at all, and that the thread's CPUs come back afterwards.
+// when it pins at all, and that the thread's CPUs come back afterwards (allowed_cpus reads the
+// calling thread's mask).
 #include "perfmodel/pinned_pairs.h"
 
 #include <gtest/gtest.h>
-#include <pthread.h>
-#include <sched.h>
 
 #include <numeric>
 #include <vector>
@@ -13,17 +12,6 @@
 
 namespace dtrain::perf {
 namespace {
-
-std::vector<int> thread_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  EXPECT_EQ(pthread_getaffinity_np(pthread_self(), sizeof set, &set), 0);
-  std::vector<int> cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  }
-  return cpus;
-}
 
 TEST(PinnedPairs, PairJTakesTheJthAllowedCpuOnlyWhereRanksOutnumberThem) {
   const std::vector<int> two{0, 1};
@@ -44,7 +32,7 @@ TEST(PinnedPairs, PairJTakesTheJthAllowedCpuOnlyWhereRanksOutnumberThem) {
 TEST(PinnedPairs, PinsTheCallingThreadForItsScopeAndRestoresItsCpus) {
   const std::vector<int> allowed = allowed_cpus();
   if (allowed.size() < 2) GTEST_SKIP() << "needs two CPUs to choose between";
-  const std::vector<int> before = thread_cpus();
+  const std::vector<int> before = allowed_cpus();
   // One host with two ranks per allowed CPU, so that they outnumber them on any machine.
   std::vector<int> host(2 * allowed.size());
   std::iota(host.begin(), host.end(), 0);
@@ -52,9 +40,9 @@ TEST(PinnedPairs, PinsTheCallingThreadForItsScopeAndRestoresItsCpus) {
     const PinnedPairs pin({host}, 3);  // rank 3: pair 1
     ASSERT_TRUE(pin.pinned());
     EXPECT_EQ(pin.cpu(), allowed[1]);
-    EXPECT_EQ(thread_cpus(), std::vector<int>{allowed[1]});
+    EXPECT_EQ(allowed_cpus(), std::vector<int>{allowed[1]});
   }
-  EXPECT_EQ(thread_cpus(), before);
+  EXPECT_EQ(allowed_cpus(), before);
   // Fewer ranks than CPUs, a rank of no host listed, the odd one out: not pinned.
   {
     const PinnedPairs pin({{0, 1}}, 0);
@@ -71,7 +59,7 @@ TEST(PinnedPairs, PinsTheCallingThreadForItsScopeAndRestoresItsCpus) {
     EXPECT_FALSE(pin.pinned());
     EXPECT_EQ(pin.cpu(), -1);
   }
-  EXPECT_EQ(thread_cpus(), before);
+  EXPECT_EQ(allowed_cpus(), before);
 }
 
 }  // namespace
