@@ -92,8 +92,7 @@ AllreduceTime shm_time(const AllreducePlan& plan, std::size_t count, const Profi
                     "mpi, auto)",
                     p, (p + k - 1) / k, k, profile.name));
   }
-  if (profile.shm_allreduce && profile.shm_allreduce->workers == p)
-    return measured_time(*profile.shm_allreduce, plan, count);
+  if (const MeasuredAllreduce* m = measured_allreduce_for(plan, profile)) return measured_time(*m, plan, count);
   const DeviceProfile& dev = profile.device;
   const double alpha =
       profile.node.core_round_trip ? profile.node.core_round_trip->value : profile.node.intra_link.latency.value;
@@ -153,9 +152,9 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
   if (p == 1 || count == 0) return {};
   if (plan.algorithm == comm::Algorithm::kShm) return shm_time(plan, count, profile);
   const int k = std::max(1, profile.node.accelerators);
-  if (plan.algorithm == comm::Algorithm::kMpi && !plan.hierarchical && profile.mpi_allreduce &&
-      profile.mpi_allreduce->workers == p) {
-    AllreduceTime t = measured_time(*profile.mpi_allreduce, plan, count);
+  if (const MeasuredAllreduce* m =
+          plan.algorithm == comm::Algorithm::kMpi ? measured_allreduce_for(plan, profile) : nullptr) {
+    AllreduceTime t = measured_time(*m, plan, count);
     if (p > k) t.network_transfer = t.seconds - t.latency;
     return t;
   }
@@ -192,6 +191,13 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
   t.latency += across.latency;
   t.network_transfer = across.network_transfer;
   return t;
+}
+
+const MeasuredAllreduce* measured_allreduce_for(const AllreducePlan& plan, const Profile& profile) {
+  const std::optional<MeasuredAllreduce>* m = nullptr;
+  if (plan.algorithm == comm::Algorithm::kShm) m = &profile.shm_allreduce;
+  if (plan.algorithm == comm::Algorithm::kMpi && !plan.hierarchical) m = &profile.mpi_allreduce;
+  return m != nullptr && m->has_value() && (*m)->workers == plan.workers ? &**m : nullptr;
 }
 
 bool shm_candidate(const Profile& p, int workers) {

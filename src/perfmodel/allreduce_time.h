@@ -68,6 +68,10 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
 // else the communicator's size rule (step_model.cpp).
 bool shm_candidate(const Profile& profile, int workers);
 
+// The profile's measured allreduce that prices `plan`, or null: mpi_allreduce for `mpi` (not
+// hierarchical), shm_allreduce for shm, each only where timed for plan.workers.
+const MeasuredAllreduce* measured_allreduce_for(const AllreducePlan& plan, const Profile& profile);
+
 // Seconds of an allreduce of `bytes` from measured points: linear in bytes between the two points
 // around it (time is an affine function of the bytes between sizes where the library keeps its
 // algorithm), along the last two points' line above the largest and the first two points' line

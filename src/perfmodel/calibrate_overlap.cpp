@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <functional>
+#include <string>
 
 #include "comm/message_buffer.h"
 #include "core/timer.h"
@@ -26,35 +28,25 @@ std::array<double, 2> mean_over_active(CommWorker& w, double a, double b, bool a
 
 }  // namespace
 
-OverlapCalibration calibrate_overlap(CommWorker& worker, LayerBench& bench, const std::vector<double>& alone_seconds,
-                                     const std::vector<int>& partner, double target_seconds) {
-  OverlapCalibration out;
-  if (partner.empty() || bench.layers().empty()) return out;
-  const int me = worker.communicator().rank();
-  const int peer = partner.at(static_cast<std::size_t>(me));
-  const bool active = peer >= 0;
-  worker.run([&](comm::Communicator& c) {
-    out.exchange_seconds = time_exchanges(c, partner, kExchangeBytes, 0.05);
-    c.barrier();
-  });
+namespace {
 
-  // One burst at a time (calibrate_overlap.h). The first byte of every message says whether its
-  // sender still computes, so both partners know when to stop and their exchanges pair up.
+// One exchange handed to the communication thread: run with whether this rank still computes, it
+// returns whether any rank it exchanged with (itself included) still did.
+using Exchange = std::function<bool(comm::Communicator&, bool computing)>;
+
+// This rank's {compute share, comm share} (calibrate_overlap.h) with `exchange`, `exchange_seconds`
+// long alone, handed over one at a time while the compute thread runs target_seconds of the
+// layers; afterwards exchanges go on until one in which no rank computed, so every rank makes the
+// same ones. An inactive rank (no partner) only computes.
+std::array<double, 2> shares_beside(CommWorker& worker, LayerBench& bench, const std::vector<double>& alone_seconds,
+                                    double target_seconds, double exchange_seconds, const Exchange& exchange,
+                                    bool active) {
   // finished_at is written before done is set, and read only after done is seen.
-  // Each burst sends what the one before received, as time_exchanges does.
-  std::array<comm::MessageBuffer, 2> buffers{comm::MessageBuffer(kExchangeBytes), comm::MessageBuffer(kExchangeBytes)};
-  std::size_t sent_from = 0;
   std::atomic<bool> computing{true}, done{false};
   double finished_at = 0;
-  bool peer_computing = true, self_computing = true;
+  bool anyone_computing = true;
   const auto burst = [&](comm::Communicator& c) {
-    std::byte* send = buffers[sent_from].data();
-    std::byte* recv = buffers[1 - sent_from].data();
-    sent_from = 1 - sent_from;
-    self_computing = computing.load();
-    send[0] = std::byte{self_computing ? std::uint8_t{1} : std::uint8_t{0}};
-    exchange_bytes(c, peer, send, recv, kExchangeBytes);
-    peer_computing = recv[0] != std::byte{0};
+    anyone_computing = exchange(c, computing.load());
     finished_at = now_seconds();
     done = true;
   };
@@ -74,7 +66,7 @@ OverlapCalibration calibrate_overlap(CommWorker& worker, LayerBench& bench, cons
     work += alone_seconds.at(i);
     if (in_flight && done.load()) {
       worker.wait(ticket);
-      burst_work += out.exchange_seconds;
+      burst_work += exchange_seconds;
       burst_time += finished_at - submitted_at;
       in_flight = false;
     }
@@ -85,21 +77,94 @@ OverlapCalibration calibrate_overlap(CommWorker& worker, LayerBench& bench, cons
     burst_time += compute_end - submitted_at;
     worker.wait(ticket);
   }
-  // Until an exchange in which neither partner computes any more.
-  while (active && (peer_computing || self_computing)) worker.run(burst);
+  while (active && anyone_computing) worker.run(burst);
+  return {work / (compute_end - compute_start), burst_time > 0 ? burst_work / burst_time : 1.0};
+}
 
-  const double compute_share = work / (compute_end - compute_start);
-  const double comm_share = burst_time > 0 ? burst_work / burst_time : 1.0;
-  const auto mean = mean_over_active(worker, compute_share, comm_share, active);
+OverlapCalibration averaged(CommWorker& worker, const std::array<double, 2>& mine, bool active, std::string how) {
+  const auto mean = mean_over_active(worker, mine[0], mine[1], active);
+  OverlapCalibration out;
   out.measured = true;
   out.compute_share = std::clamp(mean[0], 0.01, 1.0);
   out.comm_share = std::clamp(mean[1], 0.01, 1.0);
+  out.how = std::move(how);
+  return out;
+}
+
+}  // namespace
+
+OverlapCalibration calibrate_overlap(CommWorker& worker, LayerBench& bench, const std::vector<double>& alone_seconds,
+                                     const std::vector<int>& partner, double target_seconds) {
+  if (partner.empty() || bench.layers().empty()) return {};
+  const int me = worker.communicator().rank();
+  const int peer = partner.at(static_cast<std::size_t>(me));
+  const bool active = peer >= 0;
+  double exchange_seconds = 0;
+  worker.run([&](comm::Communicator& c) {
+    exchange_seconds = time_exchanges(c, partner, kExchangeBytes, 0.05);
+    c.barrier();
+  });
+  // The first byte of every message says whether its sender still computes, so both partners
+  // know when to stop. Each exchange sends what the one before received, as time_exchanges does.
+  std::array<comm::MessageBuffer, 2> buffers{comm::MessageBuffer(kExchangeBytes), comm::MessageBuffer(kExchangeBytes)};
+  std::size_t sent_from = 0;
+  const Exchange exchange = [&](comm::Communicator& c, bool computing) {
+    std::byte* send = buffers[sent_from].data();
+    std::byte* recv = buffers[1 - sent_from].data();
+    sent_from = 1 - sent_from;
+    send[0] = std::byte{computing ? std::uint8_t{1} : std::uint8_t{0}};
+    exchange_bytes(c, peer, send, recv, kExchangeBytes);
+    return computing || recv[0] != std::byte{0};
+  };
+  const auto mine = shares_beside(worker, bench, alone_seconds, target_seconds, exchange_seconds, exchange, active);
   int pairs = 0;
   for (std::size_t r = 0; r < partner.size(); ++r) pairs += partner[r] > static_cast<int>(r) ? 1 : 0;
-  out.how = fmt::format(
-      "{} pair(s) handing one 1 MiB exchange at a time to the communication thread while the compute "
-      "thread ran {:.2f} s of the representative layers",
-      pairs, target_seconds);
+  OverlapCalibration out = averaged(worker, mine, active,
+                                    fmt::format("{} pair(s) handing one 1 MiB exchange at a time to the communication "
+                                                "thread while the compute thread ran {:.2f} s of the representative "
+                                                "layers",
+                                                pairs, target_seconds));
+  out.exchange_seconds = exchange_seconds;
+  return out;
+}
+
+OverlapCalibration calibrate_mpi_overlap(CommWorker& worker, LayerBench& bench,
+                                         const std::vector<double>& alone_seconds, double target_seconds) {
+  const comm::Communicator& comm = worker.communicator();
+  if (comm.size() < 2 || !worker.communicator().transport().has_native_allreduce() || bench.layers().empty()) {
+    return {};
+  }
+  // Element 0 carries 1 from a rank that still computes: the sum says whether any does. The rest
+  // stay zero (never subnormal).
+  comm::MessageBuffer buffer(kExchangeBytes);
+  auto* values = reinterpret_cast<float*>(buffer.data());
+  std::fill_n(values, kExchangeBytes / sizeof(float), 0.0f);
+  const Exchange exchange = [&](comm::Communicator& c, bool computing) {
+    values[0] = computing ? 1.0f : 0.0f;
+    c.allreduce(values, kExchangeBytes / sizeof(float), DType::kF32, comm::Algorithm::kMpi);
+    return values[0] > 0.5f;
+  };
+  // Alone: the mean of back-to-back calls after a first one, as many as fit 0.05 s by rank 0's
+  // first (every rank must make as many).
+  double exchange_seconds = 0;
+  worker.run([&](comm::Communicator& c) {
+    const Stopwatch first;
+    exchange(c, false);
+    float first_seconds = c.rank() == 0 ? static_cast<float>(first.seconds()) : 0.0f;
+    c.allreduce(&first_seconds, 1, DType::kF32, comm::Algorithm::kRing);
+    const int calls = std::clamp(static_cast<int>(0.05 / std::max(1e-6f, first_seconds)), 3, 50);
+    c.barrier();
+    const Stopwatch sw;
+    for (int i = 0; i < calls; ++i) exchange(c, false);
+    exchange_seconds = sw.seconds() / calls;
+  });
+  const auto mine = shares_beside(worker, bench, alone_seconds, target_seconds, exchange_seconds, exchange, true);
+  OverlapCalibration out =
+      averaged(worker, mine, true,
+               fmt::format("every rank handing one 1 MiB MPI_Allreduce at a time to the communication thread while "
+                           "the compute thread ran {:.2f} s of the representative layers",
+                           target_seconds));
+  out.exchange_seconds = exchange_seconds;
   return out;
 }
 

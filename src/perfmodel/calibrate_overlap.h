@@ -36,4 +36,13 @@ struct OverlapCalibration {
 OverlapCalibration calibrate_overlap(CommWorker& worker, LayerBench& bench, const std::vector<double>& alone_seconds,
                                      const std::vector<int>& partner, double target_seconds);
 
+// The same two shares with the MPI library's allreduce (dtrain's `mpi`) as the communication: one
+// 1 MiB MPI_Allreduce over every rank at a time. A blocking MPI collective polls its progress
+// engine for as long as it lasts, where dtrain's own collectives yield the core between polls,
+// so compute beside it keeps less (LeNet on 2 ranks over 1 Gbit/s, double buffered: forward
+// 36 ms beside MPI_Allreduce, 29 ms beside ring, 19 ms alone). Not measured (measured = false)
+// for one rank or a transport without a native allreduce.
+OverlapCalibration calibrate_mpi_overlap(CommWorker& worker, LayerBench& bench,
+                                         const std::vector<double>& alone_seconds, double target_seconds);
+
 }  // namespace dtrain::perf

@@ -129,7 +129,10 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   if (worker != nullptr) {
     std::vector<double> alone;
     for (const ShapeTiming& t : mine.timings) alone.push_back(t.seconds);
-    c.overlap = calibrate_overlap(*worker, bench, alone, busy_partners(c.transport), std::max(0.3, 3 * o.min_seconds));
+    const double overlap_seconds = std::max(0.3, 3 * o.min_seconds);
+    c.overlap = calibrate_overlap(*worker, bench, alone, busy_partners(c.transport), overlap_seconds);
+    if (!c.transport.mpi_allreduce.empty())
+      c.mpi_overlap = calibrate_mpi_overlap(*worker, bench, alone, overlap_seconds);
   }
   // Harmonic means (the mean of times) of the rates; the disk summed over rank 0's host.
   std::vector<double> v{1 / mine.memory_read, 1 / mine.memory_write, 1 / mine.update};
@@ -282,6 +285,10 @@ Profile calibrated_profile(const Calibration& c) {
                      "ascending order, each call after a barrier, calls over 3x their size's median left out as "
                      "stalls; {}",
                      c.ranks, layout);
+    if (c.mpi_overlap.measured) {
+      m.overlap = OverlapProfile{q(c.mpi_overlap.compute_share, c.mpi_overlap.how + "; compute rate kept"),
+                                 q(c.mpi_overlap.comm_share, c.mpi_overlap.how + "; MPI_Allreduce rate kept")};
+    }
     p.mpi_allreduce = m;
   }
   if (!c.transport.shm_allreduce.empty()) {
@@ -341,6 +348,11 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
     s +=
         fmt::format("  overlap         compute keeps {:.0f}% of its rate beside communication, communication {:.0f}%\n",
                     100 * c.overlap.compute_share, 100 * c.overlap.comm_share);
+  }
+  if (c.mpi_overlap.measured) {
+    s +=
+        fmt::format("  overlap (MPI)   compute keeps {:.0f}% of its rate beside MPI_Allreduce, MPI_Allreduce {:.0f}%\n",
+                    100 * c.mpi_overlap.compute_share, 100 * c.mpi_overlap.comm_share);
   }
   for (const auto* l : {&c.transport.same_host, &c.transport.across_hosts}) {
     if (!l->measured) continue;

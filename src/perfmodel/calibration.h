@@ -37,6 +37,7 @@ struct Calibration {
   DeviceCalibration device;        // over all ranks (timings: rank 0's)
   TransportCalibration transport;  // ranks == 1: not measured
   OverlapCalibration overlap;      // ranks == 1: not measured
+  OverlapCalibration mpi_overlap;  // beside MPI_Allreduce; not measured without mpi_allreduce points
   int ranks = 1;
   int threads = 1;
   std::string host;    // rank 0's host name

@@ -156,6 +156,9 @@ struct MeasuredAllreduce {
   int workers = 2;
   std::vector<std::pair<double, double>> points;  // (bytes, seconds), bytes ascending
   std::string source;
+  // Compute and this allreduce beside each other, where it differs from node.overlap (a library's
+  // blocking collective polls for as long as it lasts); optional in the schema.
+  std::optional<OverlapProfile> overlap;
 };
 
 struct Profile {

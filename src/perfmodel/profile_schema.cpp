@@ -156,16 +156,7 @@ class Reader {
     n.accelerators = integer(j["accelerators"], "node.accelerators", 1, 1 << 20);
     n.intra_link = link(j["intra_link"], "node.intra_link");
     n.disk_read = quantity(j["disk_read"], "node.disk_read", false, "bytes per second");
-    if (j.contains("overlap")) {
-      fields(j["overlap"], "node.overlap", {"compute", "comm"});
-      OverlapProfile o;
-      o.compute = quantity(j["overlap"]["compute"], "node.overlap.compute", false, "a fraction in (0, 1]");
-      o.comm = quantity(j["overlap"]["comm"], "node.overlap.comm", false, "a fraction in (0, 1]");
-      for (const auto& [q, where] : {std::pair{&o.compute, "compute"}, std::pair{&o.comm, "comm"}}) {
-        if (q->value > 1) fail(fmt::format("'node.overlap.{}' is {}; it must be in (0, 1]", where, q->value));
-      }
-      n.overlap = o;
-    }
+    if (j.contains("overlap")) n.overlap = overlap(j["overlap"], "node.overlap");
     if (j.contains("core_round_trip")) {
       n.core_round_trip = quantity(j["core_round_trip"], "node.core_round_trip", false,
                                    "seconds for a cache line to go to another core and back");
@@ -183,13 +174,26 @@ class Reader {
     return n;
   }
 
+  // {"compute": Q, "comm": Q}, each a fraction in (0, 1].
+  OverlapProfile overlap(const json& j, const std::string& where) const {
+    fields(j, where, {"compute", "comm"});
+    OverlapProfile o;
+    o.compute = quantity(j["compute"], where + ".compute", false, "a fraction in (0, 1]");
+    o.comm = quantity(j["comm"], where + ".comm", false, "a fraction in (0, 1]");
+    for (const auto& [q, field] : {std::pair{&o.compute, "compute"}, std::pair{&o.comm, "comm"}}) {
+      if (q->value > 1) fail(fmt::format("'{}.{}' is {}; it must be in (0, 1]", where, field, q->value));
+    }
+    return o;
+  }
+
   // mpi_allreduce and shm_allreduce: one shape under two names.
   MeasuredAllreduce measured_allreduce(const json& j, const std::string& where) const {
-    fields(j, where, {"workers", "points", "source"});
+    fields(j, where, {"workers", "points", "source"}, {"overlap"});
     MeasuredAllreduce m;
     m.workers = integer(j["workers"], where + ".workers", 2, 1 << 24);
     m.source = text(j["source"], where + ".source");
     m.points = points(j["points"], where + ".points");
+    if (j.contains("overlap")) m.overlap = overlap(j["overlap"], where + ".overlap");
     return m;
   }
 
@@ -233,8 +237,14 @@ json points_json(const std::vector<std::pair<double, double>>& points) {
   return out;
 }
 
+json overlap_json(const OverlapProfile& o) {
+  return {{"compute", quantity_json(o.compute)}, {"comm", quantity_json(o.comm)}};
+}
+
 json measured_allreduce_json(const MeasuredAllreduce& m) {
-  return {{"workers", m.workers}, {"points", points_json(m.points)}, {"source", m.source}};
+  json j = {{"workers", m.workers}, {"points", points_json(m.points)}, {"source", m.source}};
+  if (m.overlap) j["overlap"] = overlap_json(*m.overlap);
+  return j;
 }
 
 json link_json(const LinkProfile& l) {
@@ -329,8 +339,7 @@ json profile_to_json(const Profile& p) {
                {"intra_link", link_json(p.node.intra_link)},
                {"disk_read", quantity_json(p.node.disk_read)}};
   if (p.node.overlap) {
-    node["overlap"] = {{"compute", quantity_json(p.node.overlap->compute)},
-                       {"comm", quantity_json(p.node.overlap->comm)}};
+    node["overlap"] = overlap_json(*p.node.overlap);
   }
   if (p.node.core_round_trip) node["core_round_trip"] = quantity_json(*p.node.core_round_trip);
   if (p.node.cores) node["cores"] = quantity_json(*p.node.cores);

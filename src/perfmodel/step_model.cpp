@@ -282,7 +282,12 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   // The network's burst allowance, in seconds of its link time; on one node no bucket has a
   // network transfer to spend it on (allreduce_time.h).
   if (distributed && p.network) sim.burst = p.network->burst_bytes() / p.network->bandwidth.value;
-  if (distributed && p.node.overlap) {
+  // A measured allreduce with its own overlap (a library's polling collective) replaces the node's.
+  const MeasuredAllreduce* measured =
+      distributed ? measured_allreduce_for({c.algorithm, c.workers, c.hierarchical, c.comm_dtype, 0}, p) : nullptr;
+  const std::optional<OverlapProfile>& overlap =
+      measured != nullptr && measured->overlap ? measured->overlap : p.node.overlap;
+  if (distributed && overlap) {
     // Work conservation: where the two threads share cores, the CPU time compute gives up beside
     // communication is time the communication thread runs, and in a step that thread sleeps
     // between buckets, so its time on a core moves bytes. Communication then keeps at least
@@ -291,8 +296,8 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
     // rank's thread to be scheduled, and a thread that polls and yields gets a core rarely
     // (1% on the 2-core VM while compute keeps 76%); predicted with it, LeNet's double-buffered
     // steps took 80 ms where 57 were measured.
-    sim.compute_share = p.node.overlap->compute.value;
-    sim.comm_share = std::max(p.node.overlap->comm.value, 1.0 - sim.compute_share);
+    sim.compute_share = overlap->compute.value;
+    sim.comm_share = std::max(overlap->comm.value, 1.0 - sim.compute_share);
   }
   const SimStep r = simulate_steps(sim);
 

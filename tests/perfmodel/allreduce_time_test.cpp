@@ -117,7 +117,7 @@ TEST(AllreduceTime, ShmUsesItsLadderForItsWorkerCountAndItsCostOtherwise) {
   cores.node.core_round_trip = testing::q(5e-8);
   EXPECT_NEAR(allreduce_time(plan, 1000, cores).latency, 1e-7, 1e-15);
   // The ladder, for its own worker count only.
-  p.shm_allreduce = MeasuredAllreduce{2, {{1000, 1e-6}, {2000, 3e-6}, {4000, 4e-6}}, "test"};
+  p.shm_allreduce = MeasuredAllreduce{2, {{1000, 1e-6}, {2000, 3e-6}, {4000, 4e-6}}, "test", std::nullopt};
   EXPECT_NEAR(allreduce_time(plan, 1000, p).seconds, t.seconds, 1e-15);
   plan.workers = 2;
   t = allreduce_time(plan, 500, p);  // 2000 bytes of f32

@@ -62,7 +62,7 @@ TEST(AutoChoice, OnlyTheAutoSettingsChange) {
 
 // shm's ladder for `workers`, far below any message's time: 1 ns per KiB.
 MeasuredAllreduce fast_shm(int workers) {
-  return {workers, {{4096, 4e-9}, {static_cast<double>(64 << 20), 64e-6}}, "test"};
+  return {workers, {{4096, 4e-9}, {static_cast<double>(64 << 20), 64e-6}}, "test", std::nullopt};
 }
 
 bool offers(const AutoChoice& c, comm::Algorithm a) {

@@ -55,6 +55,11 @@ def same_host(dtrain):
         assert mpi["workers"] == 2 and sizes == sorted(sizes) and sizes[0] == 4096, mpi
         assert all(b == 2 * a for a, b in zip(sizes, sizes[1:])), mpi
         assert all(q["seconds"] > 0 for q in mpi["points"]) and "MPI_Allreduce" in mpi["source"], mpi
+        # Compute beside MPI_Allreduce, measured on its own (a blocking collective polls).
+        for share in ("compute", "comm"):
+            q = mpi["overlap"][share]
+            assert 0 < q["value"] <= 1 and "MPI_Allreduce" in q["source"], mpi["overlap"]
+        assert "overlap (MPI)   compute keeps" in out, out
         # shm: the ranks of one host share memory, so its ladder is timed too, at the same sizes.
         shm = p["shm_allreduce"]
         sizes = [q["bytes"] for q in shm["points"]]

@@ -192,6 +192,26 @@ TEST(Calibrate, ShmTimesOfOneHostBecomeTheProfilesShmAllreduce) {
   EXPECT_DOUBLE_EQ(allreduce_time(shm, 2048, p).seconds, 4e-6);  // 8 KiB of f32
 }
 
+TEST(Calibrate, OverlapBesideMpiAllreduceGoesWithItsTimes) {
+  Calibration c = synthetic_calibration();
+  c.transport.mpi_allreduce = {{4 << 10, 3e-5}, {8 << 10, 4e-5}};
+  EXPECT_FALSE(calibrated_profile(c).mpi_allreduce->overlap.has_value());  // not measured: none
+  c.mpi_overlap = {true, 0.66, 0.48, 9e-3, "every rank handing one 1 MiB MPI_Allreduce at a time"};
+  const Profile p = calibrated_profile(c);
+  const ProfileFragment back = parse_profile_fragment(profile_to_json(p), "round trip");
+  ASSERT_TRUE(back.mpi_allreduce && back.mpi_allreduce->overlap);
+  EXPECT_DOUBLE_EQ(back.mpi_allreduce->overlap->compute.value, 0.66);
+  EXPECT_DOUBLE_EQ(back.mpi_allreduce->overlap->comm.value, 0.48);
+  expect_calibrated(back.mpi_allreduce->overlap->compute, "MPI overlap");
+  EXPECT_NE(back.mpi_allreduce->overlap->comm.source.find("MPI_Allreduce rate kept"), std::string::npos)
+      << back.mpi_allreduce->overlap->comm.source;
+  EXPECT_DOUBLE_EQ(back.node->overlap->compute.value, 0.6);  // the node's own, unchanged
+  const std::string text = format_calibration(c, false);
+  EXPECT_NE(text.find("overlap (MPI)   compute keeps 66% of its rate beside MPI_Allreduce, MPI_Allreduce 48%"),
+            std::string::npos)
+      << text;
+}
+
 // Two ranks of one host on one CPU, whose compute steps alternate between the CPU alone (2 ms)
 // and half of it (5 ms), as ranks that take turns see theirs.
 Calibration time_shared_calibration() {

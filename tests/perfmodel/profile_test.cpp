@@ -337,6 +337,22 @@ TEST(Profile, MpiAllreduceTimesAreOptionalAscendingAndPositive) {
   bad["mpi_allreduce"].erase("source");
   expect_contains(error_of(bad), "'mpi_allreduce' is missing source");
 
+  // Its own overlap with compute: optional, fractions in (0, 1], written back as read.
+  json overlapped = j;
+  overlapped["mpi_allreduce"]["overlap"] = {{"compute", {{"value", 0.66}, {"source", "measured"}}},
+                                            {"comm", {{"value", 0.48}, {"source", "measured"}}}};
+  ASSERT_EQ(error_of(overlapped), "");
+  p.mpi_allreduce = parse_profile_fragment(overlapped, "test.json").mpi_allreduce;
+  ASSERT_TRUE(p.mpi_allreduce->overlap.has_value());
+  EXPECT_DOUBLE_EQ(p.mpi_allreduce->overlap->compute.value, 0.66);
+  EXPECT_EQ(profile_to_json(p)["mpi_allreduce"], overlapped["mpi_allreduce"]);
+  bad = overlapped;
+  bad["mpi_allreduce"]["overlap"]["comm"]["value"] = 1.2;
+  expect_contains(error_of(bad), "'mpi_allreduce.overlap.comm' is 1.2; it must be in (0, 1]");
+  bad = overlapped;
+  bad["mpi_allreduce"]["overlap"].erase("compute");
+  expect_contains(error_of(bad), "'mpi_allreduce.overlap' is missing compute");
+
   // A link's exchange ladder: the same points, the same checks, named by the link.
   json laddered = j;
   laddered["node"]["intra_link"]["exchange_ladder"] = {

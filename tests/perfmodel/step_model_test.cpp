@@ -408,7 +408,7 @@ TEST(StepModel, InvalidConfigurationsAreNamed) {
 }  // namespace
 TEST(AllreduceTime, ShmAcrossNodesIsAnInputError) {
   Profile p = test_profile(8);
-  p.shm_allreduce = MeasuredAllreduce{16, {{1000, 1e-6}}, "test"};
+  p.shm_allreduce = MeasuredAllreduce{16, {{1000, 1e-6}}, "test", std::nullopt};
   for (bool hierarchical : {false, true}) {
     AllreducePlan plan{Algorithm::kShm, 16, hierarchical};
     try {
