@@ -42,11 +42,13 @@ Every factor is a flag, so a reduced grid is a matter of naming fewer levels:
   bench/validate_model.py --ranks 1,2 --models mlp --algorithms ring,mpi --dtypes f32 --db no \\
       --rates ''                                            # 4 rows, no emulated hosts
   bench/validate_model.py --list                            # the rows and nothing else
-A one-process layout has one row per model (there is nothing to exchange). The emulated hosts
+--profiles DIR keeps the calibrations (each row of --json names its own), to see which constants
+a row's prediction came from. A one-process layout has one row per model (there is nothing to exchange). The emulated hosts
 need root and iproute2; --rates '' leaves them out. Each row runs `bench train` for about
 --seconds (its step count from the prediction, within --min-steps..--max-steps).
 """
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -252,6 +254,8 @@ def main():
                          "first calibration for every row")
     ap.add_argument("--list", action="store_true", help="print the rows of the grid and stop")
     ap.add_argument("--json", help="write every row here")
+    ap.add_argument("--profiles", help="keep the calibrations in this directory (default: a temporary one, removed); "
+                                       "each row of --json names the ones its repetitions were predicted from")
     a = ap.parse_args()
     a.dtrain = os.path.abspath(a.dtrain)
     for flag, given, valid in (("--models", a.models, MODELS), ("--algorithms", a.algorithms, ALGORITHMS),
@@ -277,7 +281,10 @@ def main():
     bl.header(f"performance model against measured steps: {total} rows, batch {a.batch} per rank, 1 thread")
     print(f"{'layout':<22} {'model':<9} {'exchange':<15} {'predicted':>11} {'measured':>11} {'error':>8}", flush=True)
     runs, failed, start = {}, [], time.time()
-    with tempfile.TemporaryDirectory(prefix="dtrain-validate-") as tmp:
+    if a.profiles:
+        os.makedirs(a.profiles, exist_ok=True)
+    with (contextlib.nullcontext(a.profiles) if a.profiles else
+          tempfile.TemporaryDirectory(prefix="dtrain-validate-")) as tmp:
         for rep in range(a.reps):
             for i, (lay, rows) in enumerate(grid):
                 with lay:
@@ -329,10 +336,11 @@ def main():
                         # cores, bounds the transfers.
                         same = lay.ranks == 1 or lay.rate is not None or same_state(calibrated, core)
                         res = runs.setdefault(key, dict(r, layout=lay.name, ranks=lay.ranks, pred=[], meas=[],
-                                                        same_state=[], core_ns=[]))
+                                                        same_state=[], core_ns=[], profiles=[]))
                         res["pred"].append(p)
                         res["meas"].append(m)
                         res["same_state"].append(same)
+                        res["profiles"].append(os.path.basename(profile))
                         res["core_ns"].append([round((calibrated or 0) * 1e9)] + [round(c * 1e9) for c in core])
                         res["row_s"] = time.time() - t1
                         cores = "/".join(str(x) for x in res["core_ns"][-1])

@@ -32,14 +32,14 @@ namespace {
 
 // One exchange handed to the communication thread: run with whether this rank still computes, it
 // returns whether any rank it exchanged with (itself included) still did.
-using Exchange = std::function<bool(comm::Communicator&, bool computing)>;
+using OverlapExchange = std::function<bool(comm::Communicator&, bool computing)>;
 
 // This rank's {compute share, comm share} (calibrate_overlap.h) with `exchange`, `exchange_seconds`
 // long alone, handed over one at a time while the compute thread runs target_seconds of the
 // layers; afterwards exchanges go on until one in which no rank computed, so every rank makes the
 // same ones. An inactive rank (no partner) only computes.
 std::array<double, 2> shares_beside(CommWorker& worker, LayerBench& bench, const std::vector<double>& alone_seconds,
-                                    double target_seconds, double exchange_seconds, const Exchange& exchange,
+                                    double target_seconds, double exchange_seconds, const OverlapExchange& exchange,
                                     bool active) {
   // finished_at is written before done is set, and read only after done is seen.
   std::atomic<bool> computing{true}, done{false};
@@ -108,7 +108,7 @@ OverlapCalibration calibrate_overlap(CommWorker& worker, LayerBench& bench, cons
   // know when to stop. Each exchange sends what the one before received, as time_exchanges does.
   std::array<comm::MessageBuffer, 2> buffers{comm::MessageBuffer(kExchangeBytes), comm::MessageBuffer(kExchangeBytes)};
   std::size_t sent_from = 0;
-  const Exchange exchange = [&](comm::Communicator& c, bool computing) {
+  const OverlapExchange exchange = [&](comm::Communicator& c, bool computing) {
     std::byte* send = buffers[sent_from].data();
     std::byte* recv = buffers[1 - sent_from].data();
     sent_from = 1 - sent_from;
@@ -139,7 +139,7 @@ OverlapCalibration calibrate_mpi_overlap(CommWorker& worker, LayerBench& bench,
   comm::MessageBuffer buffer(kExchangeBytes);
   auto* values = reinterpret_cast<float*>(buffer.data());
   std::fill_n(values, kExchangeBytes / sizeof(float), 0.0f);
-  const Exchange exchange = [&](comm::Communicator& c, bool computing) {
+  const OverlapExchange exchange = [&](comm::Communicator& c, bool computing) {
     values[0] = computing ? 1.0f : 0.0f;
     c.allreduce(values, kExchangeBytes / sizeof(float), DType::kF32, comm::Algorithm::kMpi);
     return values[0] > 0.5f;
