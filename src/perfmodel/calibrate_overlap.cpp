@@ -130,8 +130,8 @@ OverlapCalibration calibrate_overlap(CommWorker& worker, LayerBench& bench, cons
 
 OverlapCalibration calibrate_mpi_overlap(CommWorker& worker, LayerBench& bench,
                                          const std::vector<double>& alone_seconds, double target_seconds) {
-  const comm::Communicator& comm = worker.communicator();
-  if (comm.size() < 2 || !worker.communicator().transport().has_native_allreduce() || bench.layers().empty()) {
+  comm::Communicator& comm = worker.communicator();
+  if (comm.size() < 2 || !comm.transport().has_native_allreduce() || bench.layers().empty()) {
     return {};
   }
   // Element 0 carries 1 from a rank that still computes: the sum says whether any does. The rest
