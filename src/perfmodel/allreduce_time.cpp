@@ -201,8 +201,8 @@ const MeasuredAllreduce* measured_allreduce_for(const AllreducePlan& plan, const
 }
 
 bool shm_candidate(const Profile& p, int workers) {
-  return workers > 1 && workers <= std::max(1, p.node.accelerators) && p.shm_allreduce &&
-         p.shm_allreduce->workers == workers;
+  return workers > 1 && workers <= std::max(1, p.node.accelerators) &&
+         measured_allreduce_for({comm::Algorithm::kShm, workers}, p) != nullptr;
 }
 
 }  // namespace dtrain::perf

@@ -170,6 +170,7 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
 
   StepPrediction s;
   const bool distributed = c.workers > 1;
+  const AllreducePlan ar{c.algorithm, c.workers, c.hierarchical, c.comm_dtype, chunk_bytes_of(c, p)};
   const double k = c.accumulate;
   // Ranks that share one copy of the weights (shm without double buffering) each update 1/p of
   // them (parallel/shared_weights.h), at the rate calibrated with every rank updating at once.
@@ -252,7 +253,6 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
     // With f32 buckets in shared memory (shm) the allreduce scales and checks the sums as it makes
     // them, and the calibrated shm ladder times it doing so: no pass of its own.
     const bool scaled_in_allreduce = c.algorithm == comm::Algorithm::kShm && !half;
-    const AllreducePlan ar{c.algorithm, c.workers, c.hierarchical, c.comm_dtype, chunk_bytes_of(c, p)};
     std::map<std::int64_t, AllreduceTime> memo;  // buckets of equal size cost the same
     std::size_t released_by = 0;
     for (std::size_t b = 0; b < layout.buckets.size(); ++b) {
@@ -283,8 +283,7 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   // network transfer to spend it on (allreduce_time.h).
   if (distributed && p.network) sim.burst = p.network->burst_bytes() / p.network->bandwidth.value;
   // A measured allreduce with its own overlap (a library's polling collective) replaces the node's.
-  const MeasuredAllreduce* measured =
-      distributed ? measured_allreduce_for({c.algorithm, c.workers, c.hierarchical, c.comm_dtype, 0}, p) : nullptr;
+  const MeasuredAllreduce* measured = distributed ? measured_allreduce_for(ar, p) : nullptr;
   const std::optional<OverlapProfile>& overlap =
       measured != nullptr && measured->overlap ? measured->overlap : p.node.overlap;
   if (distributed && overlap) {
