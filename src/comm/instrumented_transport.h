@@ -25,6 +25,7 @@ class InstrumentedTransport final : public Transport {
   void waitall(std::span<Request> requests, const Deadline& deadline, std::string_view what) override {
     inner_.waitall(requests, deadline, what);
   }
+  bool test(Request& request, std::string_view what) override { return inner_.test(request, what); }
   void cancel(std::span<Request> requests) noexcept override { inner_.cancel(requests); }
   bool has_native_allreduce() const override { return inner_.has_native_allreduce(); }
   void native_allreduce(void* data, std::size_t count, DType dtype) override {

@@ -143,6 +143,25 @@ class LocalTransport final : public Transport {
     return make_request(op);
   }
 
+  bool test(Request& request, std::string_view what) override {
+    if (request.done) return true;
+    std::unique_lock lock(w_.mu);
+    const std::span<Request> one(&request, 1);
+    Op* op = as_op(request);
+    if (!op->error.empty()) fail(lock, one, fmt::format("rank {}: {}: {}", rank_, what, op->error));
+    if (op->state == Op::State::kDone) {
+      w_.release(op);
+      request.done = true;
+      request.handle = 0;
+      return true;
+    }
+    if (w_.aborted) {
+      fail(lock, one,
+           fmt::format("rank {}: {} aborted because rank {} failed: {}", rank_, what, w_.abort_rank, w_.abort_what));
+    }
+    return false;
+  }
+
   void cancel(std::span<Request> requests) noexcept override {
     std::unique_lock lock(w_.mu);
     cancel(lock, requests);

@@ -1,5 +1,5 @@
 // Point-to-point message passing under the collectives. A Transport moves bytes between ranks;
-// collectives (communicator.h) are built on isend/irecv/waitall only, so every backend (MPI,
+// collectives (communicator.h) are built on isend/irecv/waitall/test only, so every backend (MPI,
 // local threads, later NCCL) runs the same algorithm code, and an instrumented wrapper can count
 // exactly what each algorithm puts on the wire.
 //
@@ -7,7 +7,8 @@
 // - messages from one rank to another with the same tag are matched in the order they were
 //   posted (non-overtaking); a receive must name the exact byte count the send carries;
 // - a buffer handed to isend/irecv must stay valid and untouched until its request completes;
-// - every request is completed by waitall (or wait) exactly once; a dropped request leaks;
+// - every request is completed by waitall (or wait, or a test that returns true) exactly once; a
+//   dropped request leaks;
 // - waitall is bounded by a deadline: when it expires, the pending requests are cancelled and a
 //   CommError names this rank, the operation and the peer ranks that did not answer, so a dead
 //   or stuck rank makes the others fail after the timeout instead of hanging forever.
@@ -72,6 +73,10 @@ class Transport {
   // Completes every request that is not done, or throws CommError (see the file comment).
   // `what` names the operation in that error ("allreduce(ring) of 1024 f32").
   virtual void waitall(std::span<Request> requests, const Deadline& deadline, std::string_view what) = 0;
+  // Completes `request` and returns true if it has finished (or was done already); returns false
+  // at once otherwise. Throws CommError as waitall does when the request failed. Lets an
+  // algorithm move other messages along between the waits it must make (comm/algorithms/tree.h).
+  virtual bool test(Request& request, std::string_view what) = 0;
   // Withdraws requests that are not done (after an error), so no peer touches their buffers
   // afterwards; they become done. Never throws.
   virtual void cancel(std::span<Request> requests) noexcept = 0;

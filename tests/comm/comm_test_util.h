@@ -1,14 +1,18 @@
-// Helpers shared by the comm tests (local and MPI): typed buffers in f32/f16/bf16 and the
-// closed-form test data.
+// Helpers shared by the comm tests (local and MPI): typed buffers in f32/f16/bf16, the
+// closed-form test data, and checks every transport must pass.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/algorithm.h"
 #include "comm/communicator.h"
+#include "core/timer.h"
 #include "tensor/dtype.h"
 
 namespace dtrain::comm::testing {
@@ -76,6 +80,36 @@ inline std::vector<std::size_t> test_counts(int p) {
 
 inline std::string label(Algorithm a, DType t) {
   return std::string(algorithm_name(a)) + "_" + std::string(dtype_name(t));
+}
+
+// Transport::test on ranks 0 and 1: false while the message cannot have arrived (rank 0 sends only
+// after rank 1's test), then true once it has, with the data in place; true again on the completed
+// request, which waitall then leaves alone. Other ranks take no part.
+inline void expect_test_completes_only_finished_requests(Transport& t) {
+  constexpr int kTag = 5;
+  int value = 0;
+  char go = 1;
+  const Deadline deadline = Deadline::after(20);
+  if (t.rank() == 0) {
+    t.recv(&go, 1, 1, kTag, deadline, "test go");
+    value = 42;
+    t.send(&value, sizeof value, 1, kTag, deadline, "test send");
+  } else if (t.rank() == 1) {
+    Request r = t.irecv(&value, sizeof value, 0, kTag);
+    EXPECT_FALSE(t.test(r, "test recv")) << "completed before rank 0 sent";
+    EXPECT_FALSE(r.done);
+    t.send(&go, 1, 0, kTag, deadline, "test go");
+    const Stopwatch watch;
+    while (!t.test(r, "test recv")) {
+      ASSERT_LT(watch.seconds(), 20.0) << "test never saw the message arrive";
+      std::this_thread::yield();
+    }
+    EXPECT_TRUE(r.done);
+    EXPECT_EQ(value, 42);
+    EXPECT_TRUE(t.test(r, "test recv"));
+    Request again[1] = {r};
+    t.waitall(again, deadline, "test recv");
+  }
 }
 
 }  // namespace dtrain::comm::testing

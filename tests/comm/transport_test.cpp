@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "comm/local_transport.h"
+#include "comm_test_util.h"
 #include "core/error.h"
 #include "core/timer.h"
 
@@ -30,6 +31,29 @@ TEST(LocalTransport, SameTagMessagesArriveInOrderAndTagsDoNotMix) {
       EXPECT_EQ(z, 3);
     }
   });
+}
+
+TEST(LocalTransport, TestCompletesOnlyFinishedRequests) {
+  run_local_transports(3, [](Transport& t) { testing::expect_test_completes_only_finished_requests(t); });
+}
+
+TEST(LocalTransport, TestReportsAFailedRequest) {
+  std::atomic<int> errors{0};
+  run_local_transports(2, [&](Transport& t) {
+    char buf[8] = {};
+    try {
+      if (t.rank() == 0) {
+        t.send(buf, 8, 1, 0, soon(), "test");
+      } else {
+        Request r = t.irecv(buf, 4, 0, 0);
+        while (!t.test(r, "test recv")) std::this_thread::yield();
+      }
+    } catch (const CommError& e) {
+      EXPECT_NE(std::string(e.what()).find("size mismatch"), std::string::npos) << e.what();
+      ++errors;
+    }
+  });
+  EXPECT_EQ(errors.load(), 2);
 }
 
 TEST(LocalTransport, SizeMismatchIsCommErrorOnBothSides) {

@@ -60,6 +60,16 @@ constexpr int kRequestLists = 4;
 // slot is still in cache when the next chunk overwrites it (no write-back of a block-sized buffer).
 constexpr std::size_t kRecvSlots = 2;
 
+// Bytes a rank keeps on their way to a reducing rank before the sums of the first have come back
+// (the tree's and one-to-all's pipelines): a link's worth when its far end answers late, its core
+// busy computing (4 ms at 1 Gbit/s), and few enough that a 100 Mbit/s link's queue (tbf, 50 ms)
+// does not fill in both directions at once, where each direction's acknowledgements wait behind
+// the other's data. Between 2 hosts, f16, 32 KiB chunks: LeNet's double-buffered step over
+// 1 Gbit/s took 99 ms with 2 chunks on their way, 91 with 8, 84 with 16, 82 with 32 (the ring:
+// 82); a 6 MiB allreduce over 100 Mbit/s 528 ms with up to 16, 564 with 32 and 702 with no bound
+// (503 ms at the link's rate).
+constexpr std::size_t kLinkWindowBytes = std::size_t{512} << 10;
+
 struct Collective {
   Transport& transport;
   Deadline deadline;
@@ -75,12 +85,19 @@ struct Collective {
   std::vector<Request>& list(int i) { return lists[static_cast<std::size_t>(i)]; }
 
   std::size_t chunk_elems(std::size_t elem) const { return chunk_bytes / elem > 0 ? chunk_bytes / elem : 1; }
+  // Chunks a rank may have sent whose sums have not come back: kLinkWindowBytes of them, and at
+  // least `hops` (the pipeline's way there and back).
+  std::size_t chunks_in_flight(std::size_t elem, std::size_t hops) const {
+    return std::max(hops, kLinkWindowBytes / (chunk_elems(elem) * elem));
+  }
 
   // Posts `count` elements of `elem` bytes as chunk messages to / from `peer`, appending requests.
   void post_send(std::vector<Request>& out, const void* data, std::size_t count, std::size_t elem, int peer);
   void post_recv(std::vector<Request>& out, void* data, std::size_t count, std::size_t elem, int peer);
 
   void wait(Request& r) { transport.wait(r, deadline, what); }
+  // Whether `r` has finished (completing it), without waiting.
+  bool test(Request& r) { return transport.test(r, what); }
   // Completes and clears the list.
   void wait_all(std::vector<Request>& reqs);
   // Cancels every unfinished request of every list (after an exception) and clears them.

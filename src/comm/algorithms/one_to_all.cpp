@@ -11,18 +11,33 @@ void onetoall_allreduce(Collective& c, void* data, std::size_t count, DType dtyp
   const std::size_t elem = dtype_size(dtype);
   auto* d = static_cast<std::byte*>(data);
   const std::size_t step = c.chunk_elems(elem);
+  const std::size_t chunks = (count + step - 1) / step;
+  auto chunk_at = [&](std::size_t k) { return d + k * step * elem; };
+  auto chunk_len = [&](std::size_t k) { return std::min(step, count - k * step); };
   if (r != 0) {
     // The summed chunk k lands where chunk k was sent from, so its receive is posted as soon as
-    // that send has completed: the sums flow back while later chunks still go out (both
-    // directions of the link busy), whether the transport buffers the sends or waits for rank 0.
+    // that send has completed (tested between sends): the sums flow back while later chunks still
+    // go out (both directions of the link busy). Chunk k goes once sum k - in_flight is back
+    // (collective.h: kLinkWindowBytes), so every worker has sent the chunks of the sums it awaits.
     auto& sends = c.list(1);
     auto& recvs = c.list(0);
-    c.post_send(sends, d, count, elem, 0);
-    for (std::size_t k = 0; k < sends.size(); ++k) {
-      c.wait(sends[k]);
-      const std::size_t n = std::min(step, count - k * step);
-      recvs.push_back(c.transport.irecv(d + k * step * elem, n * elem, 0, c.tag));
+    const std::size_t in_flight = c.chunks_in_flight(elem, 2);
+    std::size_t posted = 0;                    // sums whose receive is posted
+    auto post_sums = [&](std::size_t until) {  // waits for the sends before `until`, tests the rest
+      for (; posted < sends.size() && (posted < until ? (c.wait(sends[posted]), true) : c.test(sends[posted]));
+           ++posted) {
+        recvs.push_back(c.transport.irecv(chunk_at(posted), chunk_len(posted) * elem, 0, c.tag));
+      }
+    };
+    for (std::size_t k = 0; k < chunks; ++k) {
+      if (k >= in_flight) {
+        post_sums(k - in_flight + 1);
+        c.wait(recvs[k - in_flight]);
+      }
+      sends.push_back(c.transport.isend(chunk_at(k), chunk_len(k) * elem, 0, c.tag));
+      post_sums(0);
     }
+    post_sums(chunks);
     sends.clear();
     c.wait_all(recvs);
     return;
@@ -37,21 +52,17 @@ void onetoall_allreduce(Collective& c, void* data, std::size_t count, DType dtyp
   auto& ahead = c.list(2);
   auto& sends = c.list(1);
   auto post_chunk = [&](std::size_t k, std::vector<Request>& out) {
-    const std::size_t n = std::min(step, count - k * step);
-    for (int src = 1; src < p; ++src) out.push_back(c.transport.irecv(slot(k, src), n * elem, src, c.tag));
+    for (int src = 1; src < p; ++src) out.push_back(c.transport.irecv(slot(k, src), chunk_len(k) * elem, src, c.tag));
   };
-  const std::size_t chunks = (count + step - 1) / step;
   post_chunk(0, recvs);
   for (std::size_t k = 0; k < chunks; ++k) {
     if (k + 1 < chunks) post_chunk(k + 1, ahead);
-    const std::size_t n = std::min(step, count - k * step);
-    std::byte* dst = d + k * step * elem;
     for (int src = 1; src < p; ++src) {  // fixed order: the same rounding in every run
       c.wait(recvs[static_cast<std::size_t>(src - 1)]);
-      c.reduce(dst, slot(k, src), n, dtype);
+      c.reduce(chunk_at(k), slot(k, src), chunk_len(k), dtype);
     }
     for (int dst_rank = 1; dst_rank < p; ++dst_rank) {
-      sends.push_back(c.transport.isend(dst, n * elem, dst_rank, c.tag));
+      sends.push_back(c.transport.isend(chunk_at(k), chunk_len(k) * elem, dst_rank, c.tag));
     }
     recvs.clear();
     std::swap(recvs, ahead);

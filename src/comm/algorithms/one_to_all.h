@@ -3,8 +3,12 @@
 //
 // Phases (p ranks, n bytes), pipelined in chunks: for each chunk rank 0 receives that chunk from
 // ranks 1 .. p-1 (into scratch slots, the next chunk's receives already posted), adds them in rank
-// order, and sends the summed chunk to ranks 1 .. p-1 before moving on. A worker posts all its
-// chunks and, as each send completes, the receive of that chunk's sum into the same place.
+// order, and sends the summed chunk to ranks 1 .. p-1 before moving on. A worker sends its chunks
+// in order, posting the receive of each chunk's sum into the same place once its send has
+// completed, and sends chunk k once sum k - w is back: w chunks are on their way, at least 2 and
+// kLinkWindowBytes (collective.h), so a link's queue never holds a whole vector each way (over
+// 100 Mbit/s, a 8 MiB f16 allreduce between 2 hosts took 893 ms with every chunk posted at once,
+// 703 ms with the window: 671 ms at the link's rate).
 // Bytes: a worker sends n and receives n; rank 0 receives (p-1) n, reduces (p-1) n and sends
 // (p-1) n. Messages: ceil(n / chunk) per worker and direction; p-1 times that at rank 0.
 // Cost (rank 0 handles every message; c = the chunk, n when the vector is one chunk):

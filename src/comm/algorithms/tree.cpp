@@ -56,12 +56,28 @@ void tree_allreduce(Collective& c, void* data, std::size_t count, DType dtype) {
       forward.push_back(c.transport.isend(chunk_at(k), chunk_len(k) * elem, kids[i], c.tag));
     }
   };
-  // A sum is awaited `lag` chunks after its partial went up: the time a chunk takes up to the
-  // root and back down, 2 L hops, so a rank keeps sending while the sums are on their way.
-  const std::size_t lag = 2 * static_cast<std::size_t>(std::bit_width(static_cast<unsigned>(p - 1)));
-  auto finish_sum = [&](std::size_t k) {
-    c.wait(down[k]);
-    send_down(k);
+  // Sums move along between the chunks without blocking: the receive of sum j is posted once
+  // chunk j's send has completed (the sum lands where that chunk was sent from), and a sum that
+  // has arrived goes on to the children at once. A rank blocks on a sum only when `in_flight`
+  // chunks it sent up have not come back summed: 2L chunks cover the hops up to the root and back,
+  // and kLinkWindowBytes a link whose far end answers late (collective.h). Every
+  // rank has the same bound, so the waits go in lockstep: a parent has forwarded sum k - in_flight
+  // before it waits for its children's chunk k + 1, which they send once they have that sum.
+  const std::size_t in_flight =
+      c.chunks_in_flight(elem, 2 * static_cast<std::size_t>(std::bit_width(static_cast<unsigned>(p - 1))));
+  std::size_t posted = 0, forwarded = 0;  // sums whose receive is posted; sums sent on
+  // Posts and forwards what is ready among the first `sent` chunks' sums, waiting for the
+  // first `until` of them to be forwarded.
+  auto move_sums = [&](std::size_t sent, std::size_t until) {
+    auto ready = [&](Request& req, std::size_t j) {
+      if (j >= until) return c.test(req);
+      c.wait(req);
+      return true;
+    };
+    for (; posted < sent && ready(up[posted], posted); ++posted) {
+      down.push_back(c.transport.irecv(chunk_at(posted), chunk_len(posted) * elem, r - top, c.tag));
+    }
+    for (; forwarded < posted && ready(down[forwarded], forwarded); ++forwarded) send_down(forwarded);
   };
   for (std::size_t k = 0; k < kRecvSlots; ++k) post_kid_chunk(k);
   for (std::size_t k = 0; k < chunks; ++k) {
@@ -75,19 +91,9 @@ void tree_allreduce(Collective& c, void* data, std::size_t count, DType dtype) {
       continue;
     }
     up.push_back(c.transport.isend(chunk_at(k), chunk_len(k) * elem, r - top, c.tag));
-    // The sum of chunk k - 1 lands where that chunk was sent from: its receive is posted once
-    // the send is complete (it is by now, or soon: the parent has been receiving meanwhile).
-    if (k >= 1) {
-      c.wait(up[k - 1]);
-      down.push_back(c.transport.irecv(chunk_at(k - 1), chunk_len(k - 1) * elem, r - top, c.tag));
-    }
-    if (k >= lag) finish_sum(k - lag);
+    move_sums(k + 1, k + 1 > in_flight ? k + 1 - in_flight : 0);
   }
-  if (r != 0) {
-    c.wait(up[chunks - 1]);
-    down.push_back(c.transport.irecv(chunk_at(chunks - 1), chunk_len(chunks - 1) * elem, r - top, c.tag));
-    for (std::size_t k = chunks > lag ? chunks - lag : 0; k < chunks; ++k) finish_sum(k);
-  }
+  if (r != 0) move_sums(chunks, chunks);
   up.clear();
   down.clear();
   from_kids.clear();

@@ -8,9 +8,13 @@
 //     and sends the partial sum of chunk k to its parent; rank 0 then holds the sum of chunk k.
 //   broadcast: rank 0 sends sum k to its children as soon as it has it; every other rank
 //     receives sum k in place once its own chunk k has gone up, and forwards it to its children
-//     (largest subtree first). A rank waits for sum k 2L chunks after sending chunk k up (the
-//     time a chunk takes up to the root and back), so the two phases run at once: chunk k goes
-//     up while chunks before it come down, and every edge carries data both ways.
+//     (largest subtree first). Between chunks a rank tests (Transport::test) which sums have
+//     arrived and forwards them, and blocks on sum k - w only before sending chunk k up, where
+//     w = max(2L chunks, kLinkWindowBytes) (collective.h; the same on every rank, so the waits
+//     go in lockstep), so the two phases run at once: chunk k goes up while chunks before it come
+//     down, and every edge carries data both ways. 2L chunks alone (an earlier version) cover the
+//     hops but not a link whose far end answers late: LeNet's double-buffered f16 step between 2
+//     hosts over 1 Gbit/s took 99 ms against the ring's 82 ms; now 81 ms.
 // Bytes each rank sends: n to its parent (not rank 0) and n to each child; it receives as much.
 // Rank 0 receives and reduces L*n bytes. Messages: C per edge and direction.
 // Cost (the busiest rank; both directions of a link at once): 2L alpha + min(2L n, L n + (2L-1)

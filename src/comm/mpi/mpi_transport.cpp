@@ -145,6 +145,22 @@ class MpiTransport final : public Transport {
     }
   }
 
+  // One MPI_Testall over the one request, so a failure is reported and dropped as waitall's are.
+  bool test(Request& request, std::string_view what) override {
+    if (request.done) return true;
+    reqs_.assign(1, to_mpi(request));
+    index_.assign(1, 0);
+    statuses_.resize(1);
+    const std::span<Request> one(&request, 1);
+    int flag = 0;
+    const int rc = MPI_Testall(1, reqs_.data(), &flag, statuses_.data());
+    if (rc != MPI_SUCCESS) fail_statuses(one, rc, what);
+    if (!flag) return false;  // an unfinished request keeps its handle
+    request.done = true;
+    request.handle = 0;
+    return true;
+  }
+
   void cancel(std::span<Request> requests) noexcept override {
     for (Request& r : requests) {
       if (r.done) continue;

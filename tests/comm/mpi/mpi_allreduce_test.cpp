@@ -1,7 +1,7 @@
 // Every algorithm against MPI_Allreduce on the same data, under mpirun with any number of ranks:
 // f32, f16 and bf16, counts {0, 1, p-1, p+1, 1000, 2^20}; exact on closed-form data, within the
 // rounding bound on random data, and bitwise identical on all ranks. Also the MPI transport's
-// timeout and the agreement check across processes.
+// timeout, test and the agreement check across processes.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -158,6 +158,13 @@ TEST(MpiCollectives, BroadcastAllgatherReduceScatterBarrier) {
   for (std::size_t i = 999 * static_cast<std::size_t>(r); i < 999 * static_cast<std::size_t>(r + 1); ++i) {
     ASSERT_EQ(rs.get(i), testing::closed_form_sum(p, i));
   }
+  comm.barrier();
+}
+
+TEST(MpiTransport, TestCompletesOnlyFinishedRequests) {
+  Communicator& comm = world();
+  if (comm.size() < 2) GTEST_SKIP() << "needs two ranks";
+  testing::expect_test_completes_only_finished_requests(comm.transport());
   comm.barrier();
 }
 
