@@ -17,8 +17,9 @@
 namespace dtrain::comm {
 namespace {
 
-// Message tags: 16 * kind + algorithm, so ranks that disagree on the collective or the algorithm
-// never match each other's messages.
+// Message tags: 32 * kind + algorithm (< 8), so ranks that disagree on the collective or the
+// algorithm never match each other's messages; an algorithm may add 8, 16 or 24 for a second
+// stream to the same peer (ring.cpp).
 enum Kind { kAllreduce = 1, kBroadcast = 2, kAllgather = 3, kReduceScatter = 4, kBarrier = 5 };
 
 }  // namespace
@@ -40,7 +41,7 @@ void Communicator::run(int kind, Algorithm algorithm, Body&& body) {
   detail::Collective c{*transport_,
                        Deadline::after(options_.timeout_seconds),
                        std::string_view(what_.data()),
-                       16 * kind + static_cast<int>(algorithm),
+                       32 * kind + static_cast<int>(algorithm),
                        options_.chunk_bytes,
                        scratch_,
                        lists_,

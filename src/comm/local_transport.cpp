@@ -98,7 +98,7 @@ struct LocalWorld::Impl {
 
 namespace {
 
-// The tag of allocate_shared's address exchange (the collectives' tags stay below 16 * 8).
+// The tag of allocate_shared's address exchange (the collectives' tags stay below 32 * 8).
 constexpr int kSharedTag = 32000;
 
 class LocalTransport final : public Transport {

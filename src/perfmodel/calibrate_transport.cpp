@@ -24,7 +24,7 @@
 namespace dtrain::perf {
 namespace {
 
-// Above every tag the communicator's collectives use (16 * kind + algorithm).
+// Above every tag the communicator's collectives use (32 * kind + algorithm + 0..31).
 constexpr int kTag = 32000;
 constexpr std::size_t kSmallBytes = 64;
 constexpr std::size_t kFirstSlopeBytes = std::size_t{256} << 10;

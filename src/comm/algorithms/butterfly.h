@@ -14,7 +14,9 @@
 //   3. unfold (e > 0): each odd rank of phase 0 sends the whole result to the even rank below it.
 // Bytes each rank sends (q ranks taking part): (q-1)/q * n in each of phases 1 and 2; in phase 0
 // an even rank sends n and an odd rank receives and reduces n; in phase 3 the reverse.
-// Messages: one per chunk of each exchange. Rank i reduces (q-1)/q * n (+ n when it folded one in).
+// Messages: one per chunk of each exchange; in phases 1 and 2 a rank sends chunk k once chunk
+// k - W of its partner's has arrived (W: collective.h, chunks_in_flight), both partners sending at
+// once without filling the link's queue both ways. Rank i reduces (q-1)/q * n (+ n when it folded one in).
 // Cost: 2 log2(q) alpha + 2((q-1)/q) n beta + ((q-1)/q) n gamma, plus 2 alpha + 2 n beta + n gamma
 // when p is not a power of two. Latency grows with log p (ring: p), bandwidth term as the ring's.
 //

@@ -7,10 +7,16 @@
 namespace dtrain::comm::detail {
 
 void Collective::post_send(std::vector<Request>& out, const void* data, std::size_t count, std::size_t elem, int peer) {
+  std::size_t sent = 0;
+  post_send_upto(out, data, count, elem, peer, sent, count, tag);
+}
+
+void Collective::post_send_upto(std::vector<Request>& out, const void* data, std::size_t count, std::size_t elem,
+                                int peer, std::size_t& sent, std::size_t upto, int message_tag) {
   const auto* p = static_cast<const std::byte*>(data);
   const std::size_t step = chunk_elems(elem);
-  for (std::size_t off = 0; off < count; off += step) {
-    out.push_back(transport.isend(p + off * elem, std::min(step, count - off) * elem, peer, tag));
+  for (std::size_t off = sent * step; sent < upto && off < count; ++sent, off += step) {
+    out.push_back(transport.isend(p + off * elem, std::min(step, count - off) * elem, peer, message_tag));
   }
 }
 
@@ -59,14 +65,18 @@ void Collective::exchange_reduce(const void* send, std::size_t send_count, int t
     posted += n;
   };
   for (std::size_t i = 0; i < kRecvSlots; ++i) post_next();
-  post_send(sends, send, send_count, elem, to);
+  const std::size_t window = chunks_in_flight(elem, 2);
+  std::size_t sent = 0;  // chunks of `send` posted
+  post_send_upto(sends, send, send_count, elem, to, sent, window, tag);
   for (std::size_t g = 0, off = 0; off < count; ++g, off += step) {
     wait(recvs[g]);
     reduce(static_cast<std::byte*>(dst) + off * elem, slots + (g % kRecvSlots) * slot, std::min(step, count - off),
            dtype);
     post_next();
+    post_send_upto(sends, send, send_count, elem, to, sent, g + 1 + window, tag);
   }
   recvs.clear();
+  post_send_upto(sends, send, send_count, elem, to, sent, send_count, tag);
   wait_all(sends);
 }
 
@@ -75,8 +85,15 @@ void Collective::exchange(const void* send, std::size_t send_count, int to, void
   auto& recvs = list(0);
   auto& sends = list(1);
   post_recv(recvs, recv, recv_count, elem, from);
-  post_send(sends, send, send_count, elem, to);
-  wait_all(recvs);
+  const std::size_t window = chunks_in_flight(elem, 2);
+  std::size_t sent = 0;
+  post_send_upto(sends, send, send_count, elem, to, sent, window, tag);
+  for (std::size_t g = 0; g < recvs.size(); ++g) {
+    wait(recvs[g]);
+    post_send_upto(sends, send, send_count, elem, to, sent, g + 1 + window, tag);
+  }
+  recvs.clear();
+  post_send_upto(sends, send, send_count, elem, to, sent, send_count, tag);
   wait_all(sends);
 }
 

@@ -51,7 +51,7 @@ inline Block blocks_range(std::size_t count, int parts, int first, int last) {
 inline int mod(int a, int p) { return ((a % p) + p) % p; }
 
 // Number of request lists a collective may use.
-constexpr int kRequestLists = 4;
+constexpr int kRequestLists = 5;
 
 // Incoming chunks that are to be reduced land in a window of kRecvSlots chunk-sized scratch
 // slots: chunk g of a stream goes to slot g % kRecvSlots, and the receive of chunk g + kRecvSlots
@@ -61,7 +61,8 @@ constexpr int kRequestLists = 4;
 constexpr std::size_t kRecvSlots = 2;
 
 // Bytes a rank keeps on their way to a reducing rank before the sums of the first have come back
-// (the tree's and one-to-all's pipelines): a link's worth when its far end answers late, its core
+// (the tree's and one-to-all's pipelines), or ahead of what its peer has sent it (the ring's
+// first step, the butterfly's exchanges): a link's worth when its far end answers late, its core
 // busy computing (4 ms at 1 Gbit/s), and few enough that a 100 Mbit/s link's queue (tbf, 50 ms)
 // does not fill in both directions at once, where each direction's acknowledgements wait behind
 // the other's data. Between 2 hosts, f16, 32 KiB chunks: LeNet's double-buffered step over
@@ -93,6 +94,10 @@ struct Collective {
 
   // Posts `count` elements of `elem` bytes as chunk messages to / from `peer`, appending requests.
   void post_send(std::vector<Request>& out, const void* data, std::size_t count, std::size_t elem, int peer);
+  // Posts the chunks numbered sent .. upto-1 of such a send (fewer at its end) with `message_tag`
+  // and advances `sent`: a send paced by what comes back, chunk k once chunk k - window has arrived.
+  void post_send_upto(std::vector<Request>& out, const void* data, std::size_t count, std::size_t elem, int peer,
+                      std::size_t& sent, std::size_t upto, int message_tag);
   void post_recv(std::vector<Request>& out, void* data, std::size_t count, std::size_t elem, int peer);
 
   void wait(Request& r) { transport.wait(r, deadline, what); }
@@ -113,11 +118,13 @@ struct Collective {
 
   // Receives `count` elements from `from` in chunks through a receive window and adds each chunk
   // into `dst` as it arrives, while `send_count` elements of `send` go to `to` (nothing when
-  // send_count is 0). Uses lists 0 and 1.
+  // send_count is 0), chunk k once chunk k - chunks_in_flight of the receive has arrived (the
+  // link's window: a pair that sends both ways at once keeps each direction's queue short).
+  // Uses lists 0 and 1.
   void exchange_reduce(const void* send, std::size_t send_count, int to, void* dst, std::size_t count, int from,
                        DType dtype);
-  // Sends `send_count` elements to `to` while receiving `recv_count` from `from` into `recv`.
-  // Uses lists 0 and 1.
+  // Sends `send_count` elements to `to` while receiving `recv_count` from `from` into `recv`, the
+  // send windowed as in exchange_reduce. Uses lists 0 and 1.
   void exchange(const void* send, std::size_t send_count, int to, void* recv, std::size_t recv_count, int from,
                 std::size_t elem);
 };

@@ -8,8 +8,11 @@ namespace {
 
 // The all-gather's messages carry their own tag, so its receives can be posted while
 // scatter-reduce receives from the same peer are still to come (a tag's messages match receives in
-// posting order). Tags are 16 * kind + algorithm (< 8), so + 8 is free.
+// posting order). So do the scatter-reduce's step-0 sends of a rank's own block: paced by what
+// arrives, they interleave with the forwarded sums of step 1. Tags are 32 * kind + algorithm
+// (< 8; communicator.cpp), so + 8 and + 16 are free.
 constexpr int kGatherTag = 8;
+constexpr int kFirstBlockTag = 16;
 
 // The all-gather's receives, posted in order (step 0's chunks first): gather_step0 posts the next
 // chunk of step 0 (block r-1) once the scatter-reduce send that read the same chunk has completed.
@@ -22,7 +25,8 @@ struct GatherPosts {
   std::vector<Request>& recvs() { return c.list(1); }
   Block block0() const { return block_of(count, c.size(), mod(c.rank() - 1, c.size())); }
   std::size_t chunks0() const { return static_cast<std::size_t>(chunk_count(block0().count, elem, c.chunk_bytes)); }
-  // `rs_sends` starts with the scatter-reduce's step-0 sends of block r-1, chunk by chunk.
+  // `rs_sends` holds the scatter-reduce's step-0 sends of block r-1, chunk by chunk, at least up
+  // to chunk `posted`.
   void post_step0(std::vector<Request>& rs_sends) {
     const Block b = block0();
     const std::size_t step = c.chunk_elems(elem), off = posted * step;
@@ -33,8 +37,9 @@ struct GatherPosts {
   }
 };
 
-// Scatter-reduce steps. Incoming chunks pass through the receive window (collective.h); reduced
-// chunks of steps 0..p-3 are forwarded into list 2 (they feed the next step). Those of the last
+// Scatter-reduce steps. Incoming chunks pass through the receive window (collective.h); step 0's
+// own block goes out through list 4; reduced chunks of steps 0..p-3 are forwarded into list 2
+// (they feed the next step). Those of the last
 // step, this rank's finished block, are forwarded into list 3 as the all-gather's first sends
 // when `gather` is set (allreduce), and then, chunk for chunk, the all-gather's step-0 receives
 // are posted: the predecessor's finished chunks are pulled while they are still in its cache.
@@ -58,15 +63,26 @@ void scatter_reduce(Collective& c, std::byte* d, std::size_t count, DType dtype,
       const std::size_t n = block_of(count, p, mod(r - 2 - post_step, p)).count;
       if (post_off < n) {
         const std::size_t m = std::min(step, n - post_off);
-        recvs.push_back(c.transport.irecv(slots + (recvs.size() % kRecvSlots) * slot, m * elem, prev, c.tag));
+        const int tag = post_step == 0 ? c.tag + kFirstBlockTag : c.tag;
+        recvs.push_back(c.transport.irecv(slots + (recvs.size() % kRecvSlots) * slot, m * elem, prev, tag));
         post_off += m;
         return;
       }
     }
   };
   for (std::size_t i = 0; i < kRecvSlots; ++i) post_next();
+  // Step 0 sends this rank's own block r-1, which needs nothing received: sent all at once, every
+  // rank's link would fill both ways at the start (collective.h, kLinkWindowBytes), so chunk k goes
+  // once chunk k - window of the stream from the predecessor has arrived.
   const Block first = block_of(count, p, mod(r - 1, p));
-  c.post_send(sends, d + first.offset * elem, first.count, elem, next);
+  auto& first_sends = c.list(4);
+  const std::size_t window = c.chunks_in_flight(elem, 2);
+  std::size_t first_sent = 0;
+  const auto send_first_upto = [&](std::size_t chunks) {
+    c.post_send_upto(first_sends, d + first.offset * elem, first.count, elem, next, first_sent, chunks,
+                     c.tag + kFirstBlockTag);
+  };
+  send_first_upto(window);
   std::size_t g = 0;
   for (int s = 0; s <= p - 2; ++s) {
     const Block b = block_of(count, p, mod(r - 2 - s, p));
@@ -78,16 +94,20 @@ void scatter_reduce(Collective& c, std::byte* d, std::size_t count, DType dtype,
       c.reduce(dst, slots + (g % kRecvSlots) * slot, n, dtype);
       if (!last) {
         sends.push_back(c.transport.isend(dst, n * elem, next, c.tag));
-      } else if (gather != nullptr) {
+      }
+      send_first_upto(g + 1 + window);
+      if (last && gather != nullptr) {
         c.list(3).push_back(c.transport.isend(dst, n * elem, next, c.tag + kGatherTag));
-        if (gather->posted < gather->chunks0()) gather->post_step0(sends);
+        if (gather->posted < gather->chunks0()) gather->post_step0(first_sends);
       }
       post_next();
     }
   }
   recvs.clear();
+  send_first_upto(first.count);
   // The all-gather overwrites the blocks these sends read from.
   c.wait_all(sends);
+  c.wait_all(first_sends);
 }
 
 // All-gather steps: step s receives block (r-1-s) straight into place and forwards it. With

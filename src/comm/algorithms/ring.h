@@ -14,7 +14,9 @@
 // step each finished chunk is sent at once, and the receive for the predecessor's matching chunk
 // is posted (the all-gather has its own tag for this), so it is pulled while still in cache.
 // Incoming chunks to reduce pass through a window of two chunk-sized scratch slots
-// (collective.h); the all-gather receives in place.
+// (collective.h); the all-gather receives in place. The first step's own block, the one send that
+// waits for nothing, is paced too: chunk k goes once chunk k - W of the predecessor's stream has
+// arrived (W: collective.h, chunks_in_flight), so no link holds more than W chunks each way.
 //
 // Bytes each rank sends: 2(p-1)/p * n (every block but one in each phase); it receives the same
 // and reduces (p-1)/p * n. Messages per rank: 2(p-1) * ceil(n / (p * chunk)).
