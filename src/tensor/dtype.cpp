@@ -8,15 +8,19 @@
 // GCC 12 reports its own _mm512_undefined_* helpers as maybe-uninitialized when inlined.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#elif defined(__F16C__)
+#include <immintrin.h>
 #endif
 
 namespace dtrain {
 
 std::size_t dtype_size(DType t) {
   switch (t) {
-    case DType::kF64: return 8;
+    case DType::kF64:
+      return 8;
     case DType::kF32:
-    case DType::kI32: return 4;
+    case DType::kI32:
+      return 4;
     case DType::kF16:
     case DType::kBF16:
       return 2;
@@ -26,11 +30,16 @@ std::size_t dtype_size(DType t) {
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::kF32: return "f32";
-    case DType::kF64: return "f64";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
-    case DType::kI32: return "i32";
+    case DType::kF32:
+      return "f32";
+    case DType::kF64:
+      return "f64";
+    case DType::kF16:
+      return "f16";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kI32:
+      return "i32";
   }
   return "?";
 }
@@ -50,7 +59,7 @@ std::uint16_t f32_to_f16(float f) {
     return static_cast<std::uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u | ((abs >> 13) & 0x3ffu) : 0u));
   }
   if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to inf
-  if (abs < 0x38800000u) {  // f16 subnormal or zero: value = m * 2^-24
+  if (abs < 0x38800000u) {                                           // f16 subnormal or zero: value = m * 2^-24
     if (abs < 0x33000000u) return static_cast<std::uint16_t>(sign);  // < 2^-25 rounds to 0
     const std::uint32_t exp = abs >> 23;
     const std::uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
@@ -104,6 +113,13 @@ void convert_f32_to_f16(const float* src, std::uint16_t* dst, std::size_t n) {
     __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), h);
   }
+#elif defined(__F16C__)
+  // A CPU (or a VM's view of one) without AVX-512 still has F16C (x86-64-v3): 8 at a time, the
+  // same rounding; the scalar loop costs 10-20x more (lenet's f16 steps 50% longer).
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+  }
 #endif
   for (; i < n; ++i) dst[i] = f32_to_f16(src[i]);
 }
@@ -114,6 +130,10 @@ void convert_f16_to_f32(const std::uint16_t* src, float* dst, std::size_t n) {
   for (; i + 16 <= n; i += 16) {
     __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
     _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(h));
+  }
+#elif defined(__F16C__)
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
   }
 #endif
   for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);

@@ -1,7 +1,12 @@
+#include "tensor/tensor.h"
+
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cstdint>
+#include <vector>
+
 #include "tensor/backend.h"
-#include "tensor/tensor.h"
 
 namespace dtrain {
 namespace {
@@ -61,7 +66,7 @@ TEST(DType, HalfConversionsRoundToNearestEven) {
   EXPECT_EQ(f16_to_f32(f32_to_f16(65504.0f)), 65504.0f);
   EXPECT_TRUE(std::isinf(f16_to_f32(f32_to_f16(70000.0f))));
   EXPECT_EQ(f16_to_f32(f32_to_f16(5.9604645e-08f)), 5.9604645e-08f);  // smallest subnormal
-  EXPECT_EQ(f16_to_f32(f32_to_f16(1.0f + 1.0f / 2048)), 1.0f);       // tie goes to even
+  EXPECT_EQ(f16_to_f32(f32_to_f16(1.0f + 1.0f / 2048)), 1.0f);        // tie goes to even
   EXPECT_EQ(bf16_to_f32(f32_to_bf16(1.0f + 1.0f / 256)), 1.0f);
   EXPECT_EQ(bf16_to_f32(f32_to_bf16(3.0f)), 3.0f);
   EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(std::nanf("")))));
@@ -76,6 +81,23 @@ TEST(DType, HalfConversionsRoundToNearestEven) {
     EXPECT_EQ(f32_to_f16(f16_to_f32(all[i])), back[i]) << i;
     if (!std::isnan(f[i])) {
       EXPECT_EQ(back[i], all[i]) << i;
+    }
+  }
+  // ... and on f32 values that must round: 2^20 bit patterns spread over all 2^32 (every sign,
+  // exponent and dropped-mantissa remainder, NaN payloads included), and the exact ties.
+  std::vector<float> wide;
+  for (std::uint32_t i = 0; i < (1u << 20); ++i) wide.push_back(std::bit_cast<float>(i * 4099u + (i >> 7)));
+  for (std::uint32_t h = 0; h < 0x7c00u; ++h)
+    wide.push_back(
+        std::bit_cast<float>(std::bit_cast<std::uint32_t>(f16_to_f32(static_cast<std::uint16_t>(h))) + 0x1000u));
+  std::vector<std::uint16_t> rounded(wide.size());
+  convert_f32_to_f16(wide.data(), rounded.data(), wide.size());
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < wide.size() && bad < 5; ++i) {
+    if (rounded[i] != f32_to_f16(wide[i])) {
+      ++bad;
+      ADD_FAILURE() << "f32 bits " << std::bit_cast<std::uint32_t>(wide[i]) << ": bulk " << rounded[i] << ", scalar "
+                    << f32_to_f16(wide[i]);
     }
   }
 }
