@@ -16,11 +16,9 @@ namespace dtrain {
 
 std::size_t dtype_size(DType t) {
   switch (t) {
-    case DType::kF64:
-      return 8;
+    case DType::kF64: return 8;
     case DType::kF32:
-    case DType::kI32:
-      return 4;
+    case DType::kI32: return 4;
     case DType::kF16:
     case DType::kBF16:
       return 2;
@@ -30,16 +28,11 @@ std::size_t dtype_size(DType t) {
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::kF32:
-      return "f32";
-    case DType::kF64:
-      return "f64";
-    case DType::kF16:
-      return "f16";
-    case DType::kBF16:
-      return "bf16";
-    case DType::kI32:
-      return "i32";
+    case DType::kF32: return "f32";
+    case DType::kF64: return "f64";
+    case DType::kF16: return "f16";
+    case DType::kBF16: return "bf16";
+    case DType::kI32: return "i32";
   }
   return "?";
 }
@@ -59,7 +52,7 @@ std::uint16_t f32_to_f16(float f) {
     return static_cast<std::uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u | ((abs >> 13) & 0x3ffu) : 0u));
   }
   if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to inf
-  if (abs < 0x38800000u) {                                           // f16 subnormal or zero: value = m * 2^-24
+  if (abs < 0x38800000u) {  // f16 subnormal or zero: value = m * 2^-24
     if (abs < 0x33000000u) return static_cast<std::uint16_t>(sign);  // < 2^-25 rounds to 0
     const std::uint32_t exp = abs >> 23;
     const std::uint32_t mant = (abs & 0x7fffffu) | 0x800000u;

@@ -1,5 +1,3 @@
-#include "tensor/tensor.h"
-
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -7,6 +5,7 @@
 #include <vector>
 
 #include "tensor/backend.h"
+#include "tensor/tensor.h"
 
 namespace dtrain {
 namespace {
@@ -66,7 +65,7 @@ TEST(DType, HalfConversionsRoundToNearestEven) {
   EXPECT_EQ(f16_to_f32(f32_to_f16(65504.0f)), 65504.0f);
   EXPECT_TRUE(std::isinf(f16_to_f32(f32_to_f16(70000.0f))));
   EXPECT_EQ(f16_to_f32(f32_to_f16(5.9604645e-08f)), 5.9604645e-08f);  // smallest subnormal
-  EXPECT_EQ(f16_to_f32(f32_to_f16(1.0f + 1.0f / 2048)), 1.0f);        // tie goes to even
+  EXPECT_EQ(f16_to_f32(f32_to_f16(1.0f + 1.0f / 2048)), 1.0f);       // tie goes to even
   EXPECT_EQ(bf16_to_f32(f32_to_bf16(1.0f + 1.0f / 256)), 1.0f);
   EXPECT_EQ(bf16_to_f32(f32_to_bf16(3.0f)), 3.0f);
   EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(std::nanf("")))));

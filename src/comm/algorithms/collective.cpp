@@ -65,18 +65,16 @@ void Collective::exchange_reduce(const void* send, std::size_t send_count, int t
     posted += n;
   };
   for (std::size_t i = 0; i < kRecvSlots; ++i) post_next();
-  const std::size_t window = chunks_in_flight(elem, 2);
-  std::size_t sent = 0;  // chunks of `send` posted
-  post_send_upto(sends, send, send_count, elem, to, sent, window, tag);
+  PacedSend paced(*this, sends, send, send_count, elem, to, tag);
   for (std::size_t g = 0, off = 0; off < count; ++g, off += step) {
     wait(recvs[g]);
     reduce(static_cast<std::byte*>(dst) + off * elem, slots + (g % kRecvSlots) * slot, std::min(step, count - off),
            dtype);
     post_next();
-    post_send_upto(sends, send, send_count, elem, to, sent, g + 1 + window, tag);
+    paced.arrived(g + 1);
   }
   recvs.clear();
-  post_send_upto(sends, send, send_count, elem, to, sent, send_count, tag);
+  paced.finish();
   wait_all(sends);
 }
 
@@ -85,15 +83,13 @@ void Collective::exchange(const void* send, std::size_t send_count, int to, void
   auto& recvs = list(0);
   auto& sends = list(1);
   post_recv(recvs, recv, recv_count, elem, from);
-  const std::size_t window = chunks_in_flight(elem, 2);
-  std::size_t sent = 0;
-  post_send_upto(sends, send, send_count, elem, to, sent, window, tag);
+  PacedSend paced(*this, sends, send, send_count, elem, to, tag);
   for (std::size_t g = 0; g < recvs.size(); ++g) {
     wait(recvs[g]);
-    post_send_upto(sends, send, send_count, elem, to, sent, g + 1 + window, tag);
+    paced.arrived(g + 1);
   }
   recvs.clear();
-  post_send_upto(sends, send, send_count, elem, to, sent, send_count, tag);
+  paced.finish();
   wait_all(sends);
 }
 

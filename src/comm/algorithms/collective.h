@@ -95,7 +95,7 @@ struct Collective {
   // Posts `count` elements of `elem` bytes as chunk messages to / from `peer`, appending requests.
   void post_send(std::vector<Request>& out, const void* data, std::size_t count, std::size_t elem, int peer);
   // Posts the chunks numbered sent .. upto-1 of such a send (fewer at its end) with `message_tag`
-  // and advances `sent`: a send paced by what comes back, chunk k once chunk k - window has arrived.
+  // and advances `sent` (PacedSend below).
   void post_send_upto(std::vector<Request>& out, const void* data, std::size_t count, std::size_t elem, int peer,
                       std::size_t& sent, std::size_t upto, int message_tag);
   void post_recv(std::vector<Request>& out, void* data, std::size_t count, std::size_t elem, int peer);
@@ -127,6 +127,37 @@ struct Collective {
   // send windowed as in exchange_reduce. Uses lists 0 and 1.
   void exchange(const void* send, std::size_t send_count, int to, void* recv, std::size_t recv_count, int from,
                 std::size_t elem);
+};
+
+// A send paced by the stream that comes back from the peer: chunk k goes once chunk k - W of that
+// stream has arrived (W = chunks_in_flight, the link's window). Construction posts the first W
+// chunks; arrived(m) after m chunks have come in; finish() posts the rest.
+class PacedSend {
+ public:
+  PacedSend(Collective& c, std::vector<Request>& out, const void* data, std::size_t count, std::size_t elem, int peer,
+            int tag)
+      : c_(c),
+        out_(out),
+        data_(data),
+        count_(count),
+        elem_(elem),
+        peer_(peer),
+        tag_(tag),
+        window_(c.chunks_in_flight(elem, 2)) {
+    arrived(0);
+  }
+  void arrived(std::size_t chunks) { post_upto(chunks + window_); }
+  void finish() { post_upto(count_); }
+
+ private:
+  void post_upto(std::size_t chunks) { c_.post_send_upto(out_, data_, count_, elem_, peer_, sent_, chunks, tag_); }
+
+  Collective& c_;
+  std::vector<Request>& out_;
+  const void* data_;
+  std::size_t count_, elem_;
+  int peer_, tag_;
+  std::size_t window_, sent_ = 0;
 };
 
 }  // namespace dtrain::comm::detail

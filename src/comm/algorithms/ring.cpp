@@ -76,13 +76,7 @@ void scatter_reduce(Collective& c, std::byte* d, std::size_t count, DType dtype,
   // once chunk k - window of the stream from the predecessor has arrived.
   const Block first = block_of(count, p, mod(r - 1, p));
   auto& first_sends = c.list(4);
-  const std::size_t window = c.chunks_in_flight(elem, 2);
-  std::size_t first_sent = 0;
-  const auto send_first_upto = [&](std::size_t chunks) {
-    c.post_send_upto(first_sends, d + first.offset * elem, first.count, elem, next, first_sent, chunks,
-                     c.tag + kFirstBlockTag);
-  };
-  send_first_upto(window);
+  PacedSend first_send(c, first_sends, d + first.offset * elem, first.count, elem, next, c.tag + kFirstBlockTag);
   std::size_t g = 0;
   for (int s = 0; s <= p - 2; ++s) {
     const Block b = block_of(count, p, mod(r - 2 - s, p));
@@ -95,7 +89,7 @@ void scatter_reduce(Collective& c, std::byte* d, std::size_t count, DType dtype,
       if (!last) {
         sends.push_back(c.transport.isend(dst, n * elem, next, c.tag));
       }
-      send_first_upto(g + 1 + window);
+      first_send.arrived(g + 1);
       if (last && gather != nullptr) {
         c.list(3).push_back(c.transport.isend(dst, n * elem, next, c.tag + kGatherTag));
         if (gather->posted < gather->chunks0()) gather->post_step0(first_sends);
@@ -104,7 +98,7 @@ void scatter_reduce(Collective& c, std::byte* d, std::size_t count, DType dtype,
     }
   }
   recvs.clear();
-  send_first_upto(first.count);
+  first_send.finish();
   // The all-gather overwrites the blocks these sends read from.
   c.wait_all(sends);
   c.wait_all(first_sends);
