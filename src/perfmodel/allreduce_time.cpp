@@ -13,9 +13,9 @@ namespace {
 // Every allreduce keeps both directions of a link busy: ring and butterfly steps send and
 // receive at once, one-to-all's and the tree's pipelines send chunk k while chunks before it come
 // back (comm/algorithms/one_to_all.h, tree.h). So each is priced at the exchange rate; the
-// one-way rate is for a broadcast.
-comm::AlphaBetaGamma abg(const LinkProfile& link, const DeviceProfile& device, int flows) {
-  return {link.latency.value, static_cast<double>(flows) / link.bandwidth.value, 1.0 / device.reduce.value};
+// one-way rate is for a broadcast. Gamma is the rate of sums in the wire's format.
+comm::AlphaBetaGamma abg(const LinkProfile& link, const DeviceProfile& device, int flows, DType wire) {
+  return {link.latency.value, static_cast<double>(flows) / link.bandwidth.value, device.reduce_seconds_per_byte(wire)};
 }
 
 AllreduceTime time_on(comm::Algorithm a, int p, std::size_t count, DType dtype, comm::AlphaBetaGamma m,
@@ -97,7 +97,7 @@ AllreduceTime shm_time(const AllreducePlan& plan, std::size_t count, const Profi
   const double alpha =
       profile.node.core_round_trip ? profile.node.core_round_trip->value : profile.node.intra_link.latency.value;
   // gradient_copy_seconds() is per f32 element, 4 bytes.
-  const comm::AlphaBetaGamma m{alpha, dev.gradient_copy_seconds() / 4, 1.0 / dev.reduce.value};
+  const comm::AlphaBetaGamma m{alpha, dev.gradient_copy_seconds() / 4, dev.reduce_seconds_per_byte(plan.dtype)};
   return time_on(comm::Algorithm::kShm, p, count, plan.dtype, m, plan.chunk_bytes);
 }
 
@@ -160,7 +160,7 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
   }
   const DeviceProfile& dev = profile.device;
   if (p <= k) {
-    const comm::AlphaBetaGamma m = abg(profile.node.intra_link, dev, 1);
+    const comm::AlphaBetaGamma m = abg(profile.node.intra_link, dev, 1, plan.dtype);
     if (const auto& ladder = profile.node.intra_link.exchange_ladder) return same_host_time(*ladder, plan, p, count, m);
     return time_on(plan.algorithm, p, count, plan.dtype, m, plan.chunk_bytes);
   }
@@ -174,19 +174,19 @@ AllreduceTime allreduce_time(const AllreducePlan& plan, std::size_t count, const
   if (!plan.hierarchical) {
     comm::Algorithm a = plan.algorithm;
     if (a == comm::Algorithm::kAuto) a = comm::choose_algorithm(p, count * dtype_size(plan.dtype));
-    comm::AlphaBetaGamma m = abg(net, dev, nic_flows(a, k));
+    comm::AlphaBetaGamma m = abg(net, dev, nic_flows(a, k), plan.dtype);
     m.alpha = std::max(m.alpha, profile.node.intra_link.latency.value);
     return time_on(plan.algorithm, p, count, plan.dtype, m, plan.chunk_bytes, true);
   }
   const int nodes = (p + k - 1) / k;
   // Within the node: a ring's reduce-scatter then, after the inter-node step, its all-gather.
-  AllreduceTime t =
-      time_on(comm::Algorithm::kRing, k, count, plan.dtype, abg(profile.node.intra_link, dev, 1), plan.chunk_bytes);
+  AllreduceTime t = time_on(comm::Algorithm::kRing, k, count, plan.dtype,
+                            abg(profile.node.intra_link, dev, 1, plan.dtype), plan.chunk_bytes);
   // Across nodes: each of a node's k ranks allreduces its 1/k share with its peers on the other
   // nodes, the k of them sharing the node's network link.
   const std::size_t share = (count + static_cast<std::size_t>(k) - 1) / static_cast<std::size_t>(k);
   const AllreduceTime across =
-      time_on(plan.algorithm, nodes, share, plan.dtype, abg(net, dev, k), plan.chunk_bytes, true);
+      time_on(plan.algorithm, nodes, share, plan.dtype, abg(net, dev, k, plan.dtype), plan.chunk_bytes, true);
   t.seconds += across.seconds;
   t.latency += across.latency;
   t.network_transfer = across.network_transfer;

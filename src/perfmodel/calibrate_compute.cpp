@@ -27,6 +27,7 @@
 #include "perfmodel/straggler.h"
 #include "perfmodel/timing_stats.h"
 #include "tensor/backend.h"
+#include "tensor/dtype.h"
 
 namespace dtrain::perf {
 namespace {
@@ -194,7 +195,7 @@ double disk_read_rate(const std::string& dir_option) {
 // A step as long as the models' own keeps the variation at the time scale of the runs predicted:
 // time-slicing and interrupts average out over long steps and not over short ones.
 struct StepTimes {
-  std::vector<double> steps, copies;
+  std::vector<double> steps, copies, casts_f16, casts_bf16;
 };
 
 // One compute step: a forward and backward of every layer shape of the chosen models.
@@ -208,6 +209,7 @@ void compute_step(LayerBench& bench) {
 StepTimes time_steps(LayerBench& bench, std::size_t gradient_bytes, double min_seconds) {
   const std::size_t count = gradient_bytes / sizeof(float);
   std::vector<float> gradient(count, 1.0f), bucket(count, 0.0f);
+  std::vector<std::uint16_t> wire(count);
   float value = 1.0f;
   compute_step(bench);
   StepTimes t;
@@ -221,6 +223,14 @@ StepTimes time_steps(LayerBench& bench, std::size_t gradient_bytes, double min_s
     const Stopwatch copy;
     scaled_copy(gradient.data(), bucket.data(), count, 0.5f);  // as GradientBuckets::add
     t.copies.push_back(copy.seconds());
+    const Stopwatch f16;
+    convert_f32_to_f16(bucket.data(), wire.data(), count);
+    convert_f16_to_f32(wire.data(), bucket.data(), count);
+    t.casts_f16.push_back(f16.seconds());
+    const Stopwatch bf16;
+    convert_f32_to_bf16(bucket.data(), wire.data(), count);
+    convert_bf16_to_f32(wire.data(), bucket.data(), count);
+    t.casts_bf16.push_back(bf16.seconds());
   }
   volatile float sink = bucket[count / 2];
   (void)sink;
@@ -425,6 +435,9 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
   const StepTimes steps = time_steps(bench, d.gradient_bytes, o.min_seconds);
   d.step_seconds = steps.steps;
   d.gradient_copy = static_cast<double>(d.gradient_bytes) / median(steps.copies);
+  const double elements = static_cast<double>(d.gradient_bytes) / sizeof(float);
+  d.cast_f16 = elements / median(steps.casts_f16);
+  d.cast_bf16 = elements / median(steps.casts_bf16);
   d.step_variation = robust_variation(d.step_seconds);
   double params = 0, update = 0;
   for (std::size_t j = 0; j < bench.models().size(); ++j) {

@@ -32,6 +32,10 @@
 //                              bytes written (as backward writes a gradient) and then copied,
 //                              timed, into a second buffer (its bucket, last touched a step
 //                              ago): the median copy's bytes per second;
+//   casts                      after each copy, the bucket cast to f16 and back, then to bf16
+//                              and back, each round trip timed (the communication thread's
+//                              conversions around a 16-bit allreduce: parallel/buckets.h): the
+//                              median's f32 elements per second, per format;
 //   update                     the optimizer step (momentum SGD, as `dtrain train` defaults to)
 //                              on each representative model's parameters, each one timed after
 //                              an untimed forward and backward of that model, as in a step:
@@ -84,6 +88,7 @@ struct DeviceCalibration {
   double step_variation = 0;         // robust std / median of step_seconds
   std::size_t gradient_bytes = 0;    // the gradient copy's size
   double gradient_copy = 0;          // bytes/s
+  double cast_f16 = 0, cast_bf16 = 0;  // f32 elements/s cast to the format and back
 };
 
 // The module (or functional op) of a layer, built alone; empty for kinds the benchmark does not

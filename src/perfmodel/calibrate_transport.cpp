@@ -121,11 +121,11 @@ class Pairs {
     return mean_over_active(c_, median(saved), active());
   }
 
-  // Seconds of comm::reduce_sum adding `bytes` of f32 into the buffer an exchange of that size
+  // Seconds of comm::reduce_sum adding `bytes` of `dtype` into the buffer an exchange of that size
   // has just sent, from the one it received into: the median over `rounds` (the mean over the
   // active ranks). A collective reduces into bytes its peer has just read (the ring's block, the
   // tree's partial sums), so each line it writes is first taken back from the peer's cache.
-  double reduce_after_exchange(std::size_t bytes, int rounds) {
+  double reduce_after_exchange(std::size_t bytes, int rounds, DType dtype) {
     ensure(bytes);
     std::vector<double> t;
     for (int r = 0; r < rounds; ++r) {
@@ -133,10 +133,10 @@ class Pairs {
       if (!active()) continue;
       once(bytes, true, 1);
       // once() flipped sent_from_: the buffer it sent is the other one now.
-      auto* sent = reinterpret_cast<float*>(buffer_[1 - sent_from_].data());
-      const auto* received = reinterpret_cast<const float*>(buffer_[sent_from_].data());
+      void* sent = buffer_[1 - sent_from_].data();
+      const void* received = buffer_[sent_from_].data();
       const Stopwatch sw;
-      comm::reduce_sum(sent, received, bytes / sizeof(float), DType::kF32);
+      comm::reduce_sum(sent, received, bytes / dtype_size(dtype), dtype);
       t.push_back(sw.seconds());
     }
     return mean_over_active(c_, active() ? median(t) : 0, active());
@@ -286,15 +286,16 @@ LinkMeasurement measure_link(comm::Communicator& c, const std::vector<int>& part
   return m;
 }
 
-double reduce_rate(double min_seconds) {
-  const std::size_t count = kReduceBytes / sizeof(float);
-  std::vector<float> dst(count, 1.0f), src(count, 1e-7f);
+double reduce_rate(double min_seconds, DType dtype) {
+  const std::size_t count = kReduceBytes / dtype_size(dtype);
+  // Small values in every format: f32 1.0 and 1e-7 as f32, as 16-bit pairs zeros and normals.
+  std::vector<float> dst(kReduceBytes / sizeof(float), 1.0f), src(kReduceBytes / sizeof(float), 1e-7f);
   std::vector<double> t;
   double total = 0;
-  comm::reduce_sum(dst.data(), src.data(), count, DType::kF32);  // warm-up
+  comm::reduce_sum(dst.data(), src.data(), count, dtype);  // warm-up
   while (t.size() < 5 || (total < min_seconds && t.size() < 200)) {
     Stopwatch sw;
-    comm::reduce_sum(dst.data(), src.data(), count, DType::kF32);
+    comm::reduce_sum(dst.data(), src.data(), count, dtype);
     t.push_back(sw.seconds());
     total += t.back();
   }
@@ -508,11 +509,14 @@ TransportCalibration calibrate_transport(comm::Communicator& c, double min_secon
   }
 
   c.barrier();
-  if (pairs > 0) {  // the same-host pairs again
-    out.reduce = static_cast<double>(kInSituReduceBytes) /
-                 Pairs(c, partner).reduce_after_exchange(kInSituReduceBytes, kInSituReduceRounds);
-  } else {
-    out.reduce = 1.0 / mean_over_active(c, 1.0 / reduce_rate(min_seconds), true);
+  for (auto [dtype, rate] : {std::pair{DType::kF32, &out.reduce}, std::pair{DType::kF16, &out.reduce_f16},
+                             std::pair{DType::kBF16, &out.reduce_bf16}}) {
+    if (pairs > 0) {  // the same-host pairs again
+      *rate = static_cast<double>(kInSituReduceBytes) /
+              Pairs(c, partner).reduce_after_exchange(kInSituReduceBytes, kInSituReduceRounds, dtype);
+    } else {
+      *rate = 1.0 / mean_over_active(c, 1.0 / reduce_rate(min_seconds, dtype), true);
+    }
   }
   out.mpi_allreduce = time_mpi_allreduce(c, min_seconds, largest_message);
   drop_stalled_sizes(out.mpi_allreduce);

@@ -36,7 +36,9 @@
 //                a same-host exchange has just sent, from the one it received into, all pairs at
 //                once (the median of 21 rounds): a collective adds into bytes its peer has just
 //                read, which this core must take back first; with no two ranks on a host, adding
-//                4 MiB of f32 into 4 MiB of private memory (1 / bytes per second);
+//                4 MiB of f32 into 4 MiB of private memory (1 / bytes per second); the same
+//                bytes again as f16 and as bf16 (16-bit sums widen to f32 and round back, so
+//                their gamma per byte is their own);
 //   MPI          the MPI library's own allreduce (dtrain's `mpi`) of f32 over all the ranks, at
 //                4 KiB x 2^k up to the first size one call of which takes 0.5 s and that
 //                holds the largest message of the runs predicted (at most 64 MiB): a warm-up
@@ -89,6 +91,7 @@ struct TransportCalibration {
   int ranks_per_host = 1;               // the most ranks on one host
   LinkMeasurement same_host, across_hosts;
   double reduce = 0;  // bytes per second of f32 additions (1 / gamma), mean over ranks
+  double reduce_f16 = 0, reduce_bf16 = 0;  // the same of 16-bit additions
   // (bytes, seconds) of MPI_Allreduce over all ranks; empty for one rank or a transport without
   // a native allreduce.
   std::vector<std::pair<std::size_t, double>> mpi_allreduce;

@@ -147,6 +147,8 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   // The slowest of the ranks' steps, for the turns (turn_taking).
   const double slowest = mine.step_seconds.empty() ? alone : expected_slowest(mine.step_seconds, c.ranks);
   v.insert(v.end(), {mid, mid * mid, sigma * sigma, alone, slowest});
+  v.push_back(1 / mine.cast_f16);
+  v.push_back(1 / mine.cast_bf16);
   v.push_back(1 / mine.gradient_copy);
   const std::vector<double> sum = sum_over_ranks(worker, v);
   const double p = c.ranks;
@@ -157,6 +159,8 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   for (std::size_t k = 0; k < kComputeKinds.size(); ++k) c.device.compute[k] = p / sum[3 + k];
   c.device.disk_read = sum[3 + kComputeKinds.size()];
   c.device.gradient_copy = p / sum.back();
+  c.device.cast_f16 = p / sum[sum.size() - 3];
+  c.device.cast_bf16 = p / sum[sum.size() - 2];
   const std::size_t at = 4 + kComputeKinds.size();
   const double mean_median = sum[at] / p;
   const double between = p > 1 ? std::max(0.0, (sum[at + 1] - p * mean_median * mean_median) / (p - 1)) : 0.0;
@@ -207,6 +211,20 @@ Profile calibrated_profile(const Calibration& c) {
                         fmt::format("{} KiB (the largest of {}'s gradients) written, then copied into a second buffer "
                                     "after each compute step, median copy; {}",
                                     c.device.gradient_bytes >> 10, models, layout));
+  }
+  if (c.device.cast_f16 > 0 && c.device.cast_bf16 > 0) {
+    const auto how = [&](std::string_view format) {
+      return fmt::format(
+          "{} KiB of f32 (the gradient copy's bucket) cast to {} and back after each copy, median "
+          "round trip; {}",
+          c.device.gradient_bytes >> 10, format, layout);
+    };
+    d.cast_f16 = q(c.device.cast_f16, how("f16"));
+    d.cast_bf16 = q(c.device.cast_bf16, how("bf16"));
+  }
+  if (c.transport.reduce_f16 > 0 && c.transport.reduce_bf16 > 0) {
+    d.reduce_f16 = q(c.transport.reduce_f16, fmt::format("comm::reduce_sum of f16, as the f32 reduce; {}", layout));
+    d.reduce_bf16 = q(c.transport.reduce_bf16, fmt::format("comm::reduce_sum of bf16, as the f32 reduce; {}", layout));
   }
   d.reduce = q(c.transport.reduce > 0 ? c.transport.reduce : c.device.memory_read / 3,
                c.transport.reduce > 0 ? fmt::format("comm::reduce_sum of 4 MiB f32; {}", layout)
@@ -343,7 +361,17 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
         100 * turn_taking(c), c.ranks, format_seconds(c.steps_slowest), format_seconds(c.steps_alone));
   }
   s += fmt::format("  disk read       {} per host\n", gbps(c.device.disk_read));
-  if (c.transport.reduce > 0) s += fmt::format("  reduce (gamma)  {}\n", gbps(c.transport.reduce));
+  if (c.device.cast_f16 > 0) {
+    s += fmt::format("  16-bit casts    f16 {:.2f} ns, bf16 {:.2f} ns per f32 element, there and back\n",
+                     1e9 / c.device.cast_f16, 1e9 / c.device.cast_bf16);
+  }
+  if (c.transport.reduce > 0) {
+    s += fmt::format("  reduce (gamma)  {}", gbps(c.transport.reduce));
+    if (c.transport.reduce_f16 > 0) {
+      s += fmt::format(" (f16 {}, bf16 {})", gbps(c.transport.reduce_f16), gbps(c.transport.reduce_bf16));
+    }
+    s += "\n";
+  }
   if (c.overlap.measured) {
     s +=
         fmt::format("  overlap         compute keeps {:.0f}% of its rate beside communication, communication {:.0f}%\n",

@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "tensor/dtype.h"
+
 namespace dtrain::perf {
 
 // A rate or latency and where it comes from. Spec-sheet values may be written as a peak times a
@@ -99,6 +101,21 @@ struct DeviceProfile {
   double gradient_copy_seconds() const {
     return gradient_copy ? 4.0 / gradient_copy->value : 4.0 / memory_read.value + 4.0 / memory_write.value;
   }
+  // Bytes per second of 16-bit sums (comm::reduce_sum on f16 or bf16 data, widened to f32 and
+  // rounded back, so per byte slower than `reduce`: 2.5-5x on the AVX2 VM). Optional in the
+  // schema (dtrain calibrate measures them); absent: `reduce`.
+  std::optional<Quantity> reduce_f16, reduce_bf16;
+  // Seconds per byte a collective spends adding received data of `wire` into its own (gamma).
+  double reduce_seconds_per_byte(DType wire) const {
+    const std::optional<Quantity>& r = wire == DType::kF16 ? reduce_f16 : wire == DType::kBF16 ? reduce_bf16 : reduce;
+    return 1.0 / (r ? r->value : reduce.value);
+  }
+  // f32 gradient elements per second cast to f16 (bf16) for the wire and the sums cast back: both
+  // conversions of a bucket, as the communication thread makes them (parallel/buckets.h). Optional
+  // in the schema (dtrain calibrate measures them); absent: priced as the bytes the two casts read
+  // and write (6 + 6 per element) at the gradient copy's rate.
+  std::optional<Quantity> cast_f16, cast_bf16;
+  const std::optional<Quantity>& cast(DType wire) const { return wire == DType::kBF16 ? cast_bf16 : cast_f16; }
 };
 
 // How much of its speed each of a worker's two threads keeps while the other one is busy: on a

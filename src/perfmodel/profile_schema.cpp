@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
@@ -121,7 +122,7 @@ class Reader {
 
   DeviceProfile device(const json& j) const {
     fields(j, "device", {"name", "compute", "memory_read", "memory_write", "update", "reduce"},
-           {"nvlink", "step_variation", "gradient_copy"});
+           {"nvlink", "step_variation", "gradient_copy", "reduce_f16", "reduce_bf16", "cast_f16", "cast_bf16"});
     DeviceProfile d;
     d.name = text(j["name"], "device.name");
     if (j.contains("nvlink")) d.nvlink = text(j["nvlink"], "device.nvlink");
@@ -145,6 +146,13 @@ class Reader {
     if (j.contains("gradient_copy")) {
       d.gradient_copy = quantity(j["gradient_copy"], "device.gradient_copy", false,
                                  "bytes per second of a gradient copied into its bucket");
+    }
+    constexpr const char* kSums = "bytes per second of 16-bit sums";
+    constexpr const char* kCasts = "f32 elements per second cast to the 16-bit format and back";
+    for (auto [key, field, unit] :
+         {std::tuple{"reduce_f16", &d.reduce_f16, kSums}, std::tuple{"reduce_bf16", &d.reduce_bf16, kSums},
+          std::tuple{"cast_f16", &d.cast_f16, kCasts}, std::tuple{"cast_bf16", &d.cast_bf16, kCasts}}) {
+      if (j.contains(key)) *field = quantity(j[key], fmt::format("device.{}", key), false, unit);
     }
     return d;
   }
@@ -335,6 +343,10 @@ json profile_to_json(const Profile& p) {
   if (!p.device.nvlink.empty()) device["nvlink"] = p.device.nvlink;
   if (p.device.step_variation) device["step_variation"] = quantity_json(*p.device.step_variation);
   if (p.device.gradient_copy) device["gradient_copy"] = quantity_json(*p.device.gradient_copy);
+  if (p.device.reduce_f16) device["reduce_f16"] = quantity_json(*p.device.reduce_f16);
+  if (p.device.reduce_bf16) device["reduce_bf16"] = quantity_json(*p.device.reduce_bf16);
+  if (p.device.cast_f16) device["cast_f16"] = quantity_json(*p.device.cast_f16);
+  if (p.device.cast_bf16) device["cast_bf16"] = quantity_json(*p.device.cast_bf16);
   json node = {{"accelerators", p.node.accelerators},
                {"intra_link", link_json(p.node.intra_link)},
                {"disk_read", quantity_json(p.node.disk_read)}};

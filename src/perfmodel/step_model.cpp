@@ -243,12 +243,16 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
     // f32, reading what the check reads after an f32 allreduce; a pass of its own, read and
     // write, before an f16/bf16 cast), and so of a gradient written in place. These passes run
     // as the copy does (a buffer a step old), so with a calibrated gradient copy each byte they
-    // read or write costs half a copied byte.
+    // read or write costs half a copied byte; the two casts at their calibrated rate, where the
+    // profile has one (a conversion without vector instructions is far slower than its bytes).
+    const std::optional<Quantity> cast = half ? d.cast(c.comm_dtype) : std::nullopt;
     const auto local_rate = [&](bool scaled) {
-      const double reads = (half ? 10.0 : 4.0) + (scaled && half ? 4.0 : 0.0);
-      const double writes = (half ? 6.0 : 0.0) + (scaled ? 4.0 : 0.0);
-      return d.gradient_copy ? (reads + writes) / (2 * d.gradient_copy->value)
-                             : reads / d.memory_read.value + writes / d.memory_write.value;
+      const double cast_bytes = half && !cast ? 6.0 : 0.0;  // each way: read 4 write 2, read 2 write 4
+      const double reads = 4.0 + cast_bytes + (scaled && half ? 4.0 : 0.0);
+      const double writes = cast_bytes + (scaled ? 4.0 : 0.0);
+      return (cast ? 1.0 / cast->value : 0.0) + (d.gradient_copy
+                                                     ? (reads + writes) / (2 * d.gradient_copy->value)
+                                                     : reads / d.memory_read.value + writes / d.memory_write.value);
     };
     // With f32 buckets in shared memory (shm) the allreduce scales and checks the sums as it makes
     // them, and the calibrated shm ladder times it doing so: no pass of its own.

@@ -99,6 +99,17 @@ TEST(AllreduceTime, MpiUsesItsMeasuredTimesForTheirWorkerCount) {
   EXPECT_DOUBLE_EQ(allreduce_time(plan, 500, p).seconds, allreduce_time(plan, 500, without).seconds);
 }
 
+TEST(AllreduceTime, SixteenBitSumsAtTheirOwnRate) {
+  Profile p = test_profile(8);  // reduce 1e12 bytes/s
+  const AllreducePlan f16{Algorithm::kRing, 4, false, DType::kF16};
+  const AllreducePlan bf16{Algorithm::kRing, 4, false, DType::kBF16};
+  const double before = allreduce_time(f16, 1000000, p).seconds;
+  p.device.reduce_f16 = testing::q(1e9);
+  // A ring on 4 reduces (p-1)/p of the 2 MB: 1.5 MB at 1 ns per byte instead of 1 ps.
+  EXPECT_NEAR(allreduce_time(f16, 1000000, p).seconds - before, 1.5e6 * (1e-9 - 1e-12), 1e-9);
+  EXPECT_DOUBLE_EQ(allreduce_time(bf16, 1000000, p).seconds, before);
+}
+
 TEST(AllreduceTime, ShmUsesItsLadderForItsWorkerCountAndItsCostOtherwise) {
   Profile p = test_profile(8);               // intra-node link: alpha 1e-7; reduce 1e12 bytes/s
   p.device.gradient_copy = testing::q(1e9);  // 1 ns per byte moved

@@ -45,6 +45,9 @@ def same_host(dtrain):
         assert calibrated(link["latency"]) and calibrated(link["bandwidth"]), link
         assert "same-host pair" in link["bandwidth"]["source"], link
         assert "network" not in p, "one host: no network measured"
+        for key in ("reduce", "reduce_f16", "reduce_bf16", "cast_f16", "cast_bf16"):
+            assert calibrated(p["device"][key]), (key, p["device"])
+        assert "(f16 " in out and "16-bit casts" in out, out
         ladder = link["exchange_ladder"]
         sizes = [q["bytes"] for q in ladder["points"]]
         assert sizes == sorted(sizes) and sizes[0] == 65536 and len(sizes) >= 2, ladder

@@ -54,6 +54,13 @@ TEST(Calibrate, OneProcessWritesAProfileThatLoadsAndValidates) {
   expect_calibrated(p.device.reduce, "reduce");
   expect_calibrated(p.node.disk_read, "disk_read");
   expect_calibrated(p.node.intra_link.bandwidth, "intra bandwidth");
+  // The casts to 16 bits and back, timed; one process reduces nothing, so no 16-bit sums.
+  for (const auto* r : {&p.device.cast_f16, &p.device.cast_bf16}) {
+    ASSERT_TRUE(r->has_value());
+    expect_calibrated(**r, "16-bit cast");
+  }
+  EXPECT_FALSE(p.device.reduce_f16.has_value());
+  EXPECT_NE(out.find("16-bit casts    f16 "), std::string::npos) << out;
   // The step variation from repeated compute steps: a fraction, with how it was measured.
   ASSERT_TRUE(p.device.step_variation.has_value());
   EXPECT_GE(p.device.variation(), 0);
@@ -98,6 +105,10 @@ Calibration synthetic_calibration() {
   c.transport.host_names = {"hostA", "hostB"};
   c.transport.ranks_per_host = 2;
   c.transport.reduce = 3e10;
+  c.transport.reduce_f16 = 1e10;
+  c.transport.reduce_bf16 = 8e9;
+  c.device.cast_f16 = 4e9;
+  c.device.cast_bf16 = 3e9;
   c.transport.same_host = {true,
                            2e-6,
                            5e9,
@@ -154,6 +165,10 @@ TEST(Calibrate, ProfileOfAMultiHostCalibrationHasEveryPart) {
   EXPECT_DOUBLE_EQ(back.node->intra_link.exchange_ladder->one_pair[2].second, 1e-4);
   EXPECT_FALSE(back.network->exchange_ladder.has_value());
   EXPECT_DOUBLE_EQ(back.device->variation(), 0.03);
+  EXPECT_DOUBLE_EQ(back.device->reduce_seconds_per_byte(DType::kF16), 1 / 1e10);
+  EXPECT_DOUBLE_EQ(back.device->reduce_seconds_per_byte(DType::kBF16), 1 / 8e9);
+  EXPECT_DOUBLE_EQ(back.device->cast(DType::kBF16)->value, 3e9);
+  expect_calibrated(*back.device->cast_f16, "f16 cast");
   expect_calibrated(*back.device->step_variation, "step variation");
   EXPECT_EQ(back.device->compute[0].source, p.device.compute[0].source);
   const std::string text = format_calibration(synthetic_calibration(), false);

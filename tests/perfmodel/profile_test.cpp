@@ -187,6 +187,35 @@ TEST(Profile, GradientCopyIsOptionalAndPositive) {
   expect_contains(error_of(j), "'device.gradient_copy.value' is 0; it must be > 0");
 }
 
+TEST(Profile, SixteenBitReduceAndCastRatesAreOptionalAndPositive) {
+  json j = valid_device_file();
+  const ProfileFragment without = parse_profile_fragment(j, "test.json");
+  // Absent: 16-bit sums at the f32 reduce rate per byte, and no calibrated cast.
+  const double gamma = 1 / without.device->reduce.value;
+  EXPECT_DOUBLE_EQ(without.device->reduce_seconds_per_byte(DType::kF16), gamma);
+  EXPECT_DOUBLE_EQ(without.device->reduce_seconds_per_byte(DType::kBF16), gamma);
+  EXPECT_FALSE(without.device->cast(DType::kF16).has_value());
+  j["device"]["reduce_f16"] = {{"value", 2e9}, {"source", "measured"}};
+  j["device"]["reduce_bf16"] = {{"value", 1e9}, {"source", "measured"}};
+  j["device"]["cast_f16"] = {{"value", 4e9}, {"source", "measured"}};
+  j["device"]["cast_bf16"] = {{"value", 3e9}, {"source", "measured"}};
+  const ProfileFragment with = parse_profile_fragment(j, "test.json");
+  EXPECT_DOUBLE_EQ(with.device->reduce_seconds_per_byte(DType::kF32), gamma);
+  EXPECT_DOUBLE_EQ(with.device->reduce_seconds_per_byte(DType::kF16), 1 / 2e9);
+  EXPECT_DOUBLE_EQ(with.device->reduce_seconds_per_byte(DType::kBF16), 1 / 1e9);
+  EXPECT_DOUBLE_EQ(with.device->cast(DType::kF16)->value, 4e9);
+  EXPECT_DOUBLE_EQ(with.device->cast(DType::kBF16)->value, 3e9);
+  Profile p;
+  p.device = *with.device;
+  p.node = *with.node;
+  for (const char* key : {"reduce_f16", "reduce_bf16", "cast_f16", "cast_bf16"}) {
+    EXPECT_EQ(profile_to_json(p)["device"][key], j["device"][key]) << key;
+    json bad = j;
+    bad["device"][key]["value"] = -1;
+    expect_contains(error_of(bad), fmt::format("'device.{}.value' is -1; it must be > 0", key));
+  }
+}
+
 TEST(Profile, StepVariationIsOptionalAndAFraction) {
   // Absent (files written before the field existed): 0, identical workers.
   json j = valid_device_file();

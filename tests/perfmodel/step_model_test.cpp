@@ -89,6 +89,28 @@ TEST(StepModel, WithoutOverlapCommIsTheSumOfTheBucketsAllreduces) {
   }
 }
 
+TEST(StepModel, SixteenBitCastsAtTheirCalibratedRate) {
+  const Workload w = params_first(12, 100000);
+  RunConfig c;
+  c.workers = 2;
+  c.comm_dtype = DType::kF16;
+  Profile bytes = test_profile(8, 1e-6, 1e9, 1e12, 1e12);
+  bytes.device.gradient_copy = testing::q(1e10);
+  Profile cast = bytes;
+  cast.device.cast_f16 = testing::q(1e8);  // 10 ns per element there and back
+  const StepPrediction a = predict_step(w, bytes, c), b = predict_step(w, cast, c);
+  const double params = 12 * 100000;
+  // Without a calibrated cast the two casts are their bytes (6 read, 6 written per element) at
+  // half a copied byte's time; with one, its own time replaces them.
+  EXPECT_NEAR(b.comm - a.comm, params * (1 / 1e8 - 12 / (2 * 1e10)), 1e-9);
+  EXPECT_DOUBLE_EQ(b.compute, a.compute);
+  // The bf16 rate prices bf16 only; f32 has no cast at all.
+  c.comm_dtype = DType::kBF16;
+  EXPECT_DOUBLE_EQ(predict_step(w, cast, c).comm, predict_step(w, bytes, c).comm);
+  c.comm_dtype = DType::kF32;
+  EXPECT_DOUBLE_EQ(predict_step(w, cast, c).comm, predict_step(w, bytes, c).comm);
+}
+
 TEST(StepModel, GradientCopiesIntoBucketsAtTheCalibratedRate) {
   const Workload w = params_first(12, 100000);
   RunConfig c;
