@@ -157,9 +157,15 @@ def same_state(calibrated, run):
 
 
 def core_state_now(a):
-    """The cache-line round trip between two cores now, in seconds (`dtrain bench cores`, 0.3 s)."""
-    f = bl.fields(bl.run([a.dtrain, "bench", "cores", "--seconds", "0.3"]), prefix="cores")
-    return float(f["median_ns"]) * 1e-9
+    """The cache-line round trip between two cores now, in seconds (`dtrain bench cores`, 0.3 s);
+    None where no sample could be taken (both CPUs busy the whole time, as while the ranks of the
+    row before exit)."""
+    for _ in range(3):
+        f = bl.fields(bl.run([a.dtrain, "bench", "cores", "--seconds", "0.3"]), prefix="cores")
+        if "median_ns" in f:
+            return float(f["median_ns"]) * 1e-9
+        time.sleep(0.5)
+    return None
 
 
 def measure(a, lay, row, predicted):
@@ -320,7 +326,8 @@ def main():
                         profile, calibrated = profiles[r["model"]][0]
                         if per_state:
                             now = core_state_now(a)
-                            fits = [q for q in profiles[r["model"]] if same_state(q[1], [now])]
+                            # State unknown: the latest calibration, as the runs' own samples will say.
+                            fits = [q for q in profiles[r["model"]] if now is None or same_state(q[1], [now])]
                             if not fits:
                                 calibrate_now(group_of[r["model"]], f", the cores' state is now {round(now * 1e9)} ns")
                                 fits = [profiles[r["model"]][-1]]

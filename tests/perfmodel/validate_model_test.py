@@ -5,8 +5,12 @@ import contextlib
 import importlib.util
 import io
 import os
+import stat
 import sys
+import tempfile
+import types
 import unittest
+from unittest import mock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -74,6 +78,25 @@ class Repeatability(unittest.TestCase):
         for got, want in zip(diffs, expected):
             self.assertAlmostEqual(got, want)
         self.assertEqual(spread, [wide])
+
+
+class CoreState(unittest.TestCase):
+    """`dtrain bench cores` takes no sample while both CPUs stay busy (the ranks of the row before
+    exiting): the state is then unknown, not a crash of the whole grid."""
+
+    def fake_dtrain(self, d, line):
+        path = os.path.join(d, "dtrain")
+        with open(path, "w") as f:
+            f.write(f"#!/bin/sh\necho '{line}'\n")
+        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+        return types.SimpleNamespace(dtrain=path)
+
+    def test_a_sample_gives_the_median_and_none_gives_none(self):
+        with tempfile.TemporaryDirectory() as d, mock.patch.object(vm.time, "sleep"):
+            busy = self.fake_dtrain(d, "cores cpu_a=0 cpu_b=1 samples=0 (both CPUs were busy the whole time)")
+            self.assertIsNone(vm.core_state_now(busy))
+            ok = self.fake_dtrain(d, "cores cpu_a=0 cpu_b=1 samples=2 min_ns=100 median_ns=440 max_ns=440")
+            self.assertAlmostEqual(vm.core_state_now(ok), 440e-9)
 
 
 if __name__ == "__main__":
