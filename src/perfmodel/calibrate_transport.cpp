@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <span>
 #include <thread>
 
@@ -509,14 +510,13 @@ TransportCalibration calibrate_transport(comm::Communicator& c, double min_secon
   }
 
   c.barrier();
+  std::optional<Pairs> in_situ;  // the same-host pairs again, their buffers shared by the three formats
+  if (pairs > 0) in_situ.emplace(c, partner);
   for (auto [dtype, rate] : {std::pair{DType::kF32, &out.reduce}, std::pair{DType::kF16, &out.reduce_f16},
                              std::pair{DType::kBF16, &out.reduce_bf16}}) {
-    if (pairs > 0) {  // the same-host pairs again
-      *rate = static_cast<double>(kInSituReduceBytes) /
-              Pairs(c, partner).reduce_after_exchange(kInSituReduceBytes, kInSituReduceRounds, dtype);
-    } else {
-      *rate = 1.0 / mean_over_active(c, 1.0 / reduce_rate(min_seconds, dtype), true);
-    }
+    *rate = in_situ ? static_cast<double>(kInSituReduceBytes) /
+                          in_situ->reduce_after_exchange(kInSituReduceBytes, kInSituReduceRounds, dtype)
+                    : 1.0 / mean_over_active(c, 1.0 / reduce_rate(min_seconds, dtype), true);
   }
   out.mpi_allreduce = time_mpi_allreduce(c, min_seconds, largest_message);
   drop_stalled_sizes(out.mpi_allreduce);

@@ -147,9 +147,8 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   // The slowest of the ranks' steps, for the turns (turn_taking).
   const double slowest = mine.step_seconds.empty() ? alone : expected_slowest(mine.step_seconds, c.ranks);
   v.insert(v.end(), {mid, mid * mid, sigma * sigma, alone, slowest});
-  v.push_back(1 / mine.cast_f16);
-  v.push_back(1 / mine.cast_bf16);
-  v.push_back(1 / mine.gradient_copy);
+  const std::size_t casts = v.size();
+  v.insert(v.end(), {1 / mine.cast_f16, 1 / mine.cast_bf16, 1 / mine.gradient_copy});
   const std::vector<double> sum = sum_over_ranks(worker, v);
   const double p = c.ranks;
   c.device = mine;
@@ -159,8 +158,8 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   for (std::size_t k = 0; k < kComputeKinds.size(); ++k) c.device.compute[k] = p / sum[3 + k];
   c.device.disk_read = sum[3 + kComputeKinds.size()];
   c.device.gradient_copy = p / sum.back();
-  c.device.cast_f16 = p / sum[sum.size() - 3];
-  c.device.cast_bf16 = p / sum[sum.size() - 2];
+  c.device.cast_f16 = p / sum[casts];
+  c.device.cast_bf16 = p / sum[casts + 1];
   const std::size_t at = 4 + kComputeKinds.size();
   const double mean_median = sum[at] / p;
   const double between = p > 1 ? std::max(0.0, (sum[at + 1] - p * mean_median * mean_median) / (p - 1)) : 0.0;
