@@ -394,6 +394,20 @@ double LayerBench::time(std::size_t i, double min_seconds) {
 
 std::string LayerBench::describe_layer(std::size_t i) const { return describe(layers_.at(i)); }
 
+std::vector<double> time_lockstep_steps(LayerBench& bench, const ComputeCalibrationOptions& o, std::size_t steps) {
+  sync(o);
+  compute_step(bench);  // warm-up
+  std::vector<double> seconds;
+  seconds.reserve(steps);
+  for (std::size_t k = 0; k < steps; ++k) {
+    sync(o);
+    const Stopwatch sw;
+    compute_step(bench);
+    seconds.push_back(sw.seconds());
+  }
+  return seconds;
+}
+
 DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOptions& o) {
   // Memory is measured on a buffer as large as the largest tensor a layer streams: the level of
   // the memory hierarchy activations live in (caches for small images, DRAM for large ones).

@@ -151,6 +151,12 @@ std::size_t largest_gradient_bytes(const std::vector<std::string>& models);
 // update and the disk.
 DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOptions& options);
 
+// Compute steps as DeviceCalibration::step_seconds times them (a forward and backward of every
+// layer shape of the chosen models), `steps` of them, each after the options' barrier: step k runs
+// on every rank at once, so what slowed the whole machine during it slows every rank's step k
+// alike (straggler.h: lockstep_variation). Collective where the barrier is set.
+std::vector<double> time_lockstep_steps(LayerBench& bench, const ComputeCalibrationOptions& options, std::size_t steps);
+
 // The rate that makes sum_i max(flops_i / r, memory_i) equal sum_i seconds_i (bisection; falls
 // back to sum flops / sum seconds when the memory terms alone already exceed the measured time).
 double solve_roofline_rate(const std::vector<ShapeTiming>& timings);

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <numeric>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "comm/algorithm.h"
 #include "comm/hosts.h"
@@ -101,6 +103,27 @@ bool took_turns(const Calibration& c) {
   return c.host_cores > 0 && c.transport.ranks_per_host * c.threads > c.host_cores && c.steps_alone > 0;
 }
 
+// The variation of the ranks' own parts of their step times (straggler.h: lockstep_variation),
+// from compute steps run in lockstep: for 10x --min-seconds (at least 1 s), 24 to 400 steps;
+// rank 0 sets the count, which every rank must share.
+std::pair<double, std::size_t> time_lockstep(CommWorker& worker, LayerBench& bench, const CalibrationOptions& o,
+                                             const DeviceCalibration& mine) {
+  const int rank = worker.communicator().rank();
+  const double step = median(mine.step_seconds);
+  const double mine_count = std::clamp(std::ceil(std::max(1.0, 10 * o.min_seconds) / step), 24.0, 400.0);
+  const auto steps = static_cast<std::size_t>(sum_over_ranks(&worker, {rank == 0 ? mine_count : 0.0})[0]);
+  const std::vector<double> seconds = time_lockstep_steps(bench, o.device, steps);
+  const auto p = static_cast<std::size_t>(worker.communicator().size());
+  std::vector<double> all(p * steps);
+  worker.run([&](comm::Communicator& comm) { comm.allgather(seconds.data(), all.data(), steps * sizeof(double)); });
+  std::vector<std::vector<double>> per_rank(p);
+  for (std::size_t r = 0; r < p; ++r) {
+    const auto first = all.begin() + static_cast<std::ptrdiff_t>(r * steps);
+    per_rank[r].assign(first, first + static_cast<std::ptrdiff_t>(steps));
+  }
+  return {lockstep_variation(per_rank), steps};
+}
+
 }  // namespace
 
 Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
@@ -133,6 +156,9 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
     c.overlap = calibrate_overlap(*worker, bench, alone, busy_partners(c.transport), overlap_seconds);
     if (!c.transport.mpi_allreduce.empty())
       c.mpi_overlap = calibrate_mpi_overlap(*worker, bench, alone, overlap_seconds);
+    if (c.transport.ranks_per_host * c.threads <= c.host_cores) {
+      std::tie(c.lockstep_variation, c.lockstep_steps) = time_lockstep(*worker, bench, o, mine);
+    }
   }
   // Harmonic means (the mean of times) of the rates; the disk summed over rank 0's host.
   std::vector<double> v{1 / mine.memory_read, 1 / mine.memory_write, 1 / mine.update};
@@ -165,7 +191,8 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   const double between = p > 1 ? std::max(0.0, (sum[at + 1] - p * mean_median * mean_median) / (p - 1)) : 0.0;
   const double within = sum[at + 2] / p;
   // The schema takes a fraction below 1; a spread that large means the machine was swamped.
-  c.device.step_variation = mean_median > 0 ? std::min(0.99, std::sqrt(within + between) / mean_median) : 0.0;
+  c.free_variation = mean_median > 0 ? std::min(0.99, std::sqrt(within + between) / mean_median) : 0.0;
+  c.device.step_variation = c.lockstep_variation >= 0 ? std::min(0.99, c.lockstep_variation) : c.free_variation;
   c.steps_alone = sum[at + 3] / p;
   c.steps_slowest = sum[at + 4] / p;
   sample_core_round_trip(worker, c.core_round_trips);
@@ -199,12 +226,20 @@ Profile calibrated_profile(const Calibration& c) {
       q(c.device.memory_write, fmt::format("{} MiB streamed write per rank (the largest activation at batch {}); {}",
                                            c.device.stream_bytes >> 20, c.options.device.batch, layout));
   d.update = q(c.device.update, fmt::format("momentum SGD step on the parameters of {}; {}", models, layout));
-  d.step_variation =
-      q(c.device.step_variation,
-        fmt::format("{} compute steps per rank timed one by one (a forward and backward of every layer shape of {} "
-                    "at batch {}): interquartile range / 1.349 / median, combined with the spread of the {} rank(s)' "
-                    "medians; {}",
-                    c.device.step_seconds.size(), models, c.options.device.batch, c.ranks, layout));
+  const std::string steps_how =
+      c.lockstep_variation >= 0
+          ? fmt::format(
+                "{} compute steps per rank (a forward and backward of every layer shape of {} at batch {}), "
+                "each after a barrier: interquartile range / 1.349 of the ranks' deviations from each step's "
+                "mean, x sqrt(p / (p - 1)), over the median step (the ranks' own variation; {:.4f} from "
+                "unsynchronised steps, with what slowed every rank alike)",
+                c.lockstep_steps, models, c.options.device.batch, c.free_variation)
+          : fmt::format(
+                "{} compute steps per rank timed one by one (a forward and backward of every layer shape of "
+                "{} at batch {}): interquartile range / 1.349 / median, combined with the spread of the {} "
+                "rank(s)' medians",
+                c.device.step_seconds.size(), models, c.options.device.batch, c.ranks);
+  d.step_variation = q(c.device.step_variation, fmt::format("{}; {}", steps_how, layout));
   if (c.device.gradient_copy > 0) {
     d.gradient_copy = q(c.device.gradient_copy,
                         fmt::format("{} KiB (the largest of {}'s gradients) written, then copied into a second buffer "
@@ -349,9 +384,16 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
                      gbps(c.device.gradient_copy), c.device.gradient_bytes >> 10);
   }
   if (!c.device.step_seconds.empty()) {
-    s += fmt::format("  step variation  {:.1f}% (standard deviation / mean of {} compute steps of about {} per rank)\n",
-                     100 * c.device.step_variation, c.device.step_seconds.size(),
-                     format_seconds(median(c.device.step_seconds)));
+    if (c.lockstep_variation >= 0) {
+      s += fmt::format(
+          "  step variation  {:.1f}% (the ranks' own: compute steps of about {} in lockstep; {:.1f}% with what slowed "
+          "every rank alike)\n",
+          100 * c.device.step_variation, format_seconds(median(c.device.step_seconds)), 100 * c.free_variation);
+    } else {
+      s += fmt::format(
+          "  step variation  {:.1f}% (standard deviation / mean of {} compute steps of about {} per rank)\n",
+          100 * c.device.step_variation, c.device.step_seconds.size(), format_seconds(median(c.device.step_seconds)));
+    }
   }
   if (took_turns(c)) {
     s += fmt::format(

@@ -100,4 +100,32 @@ double robust_variation(std::vector<double> seconds) {
   return (quantile(seconds, 0.75) - quantile(seconds, 0.25)) / 1.349 / mid;
 }
 
+double lockstep_variation(const std::vector<std::vector<double>>& per_rank) {
+  const std::size_t p = per_rank.size();
+  if (p < 2) throw InputError(fmt::format("the lockstep variation needs at least 2 ranks, got {}", p));
+  const std::size_t steps = per_rank[0].size();
+  if (steps < 4) throw InputError(fmt::format("the lockstep variation needs at least 4 steps, got {}", steps));
+  std::vector<double> deviations, all;
+  for (std::size_t k = 0; k < steps; ++k) {
+    double mean = 0;
+    for (const std::vector<double>& rank : per_rank) {
+      if (rank.size() != steps) {
+        throw InputError(
+            fmt::format("the ranks timed {} and {} lockstep steps; they must time as many", steps, rank.size()));
+      }
+      mean += rank[k] / static_cast<double>(p);
+    }
+    for (const std::vector<double>& rank : per_rank) {
+      deviations.push_back(rank[k] - mean);
+      all.push_back(rank[k]);
+    }
+  }
+  std::sort(deviations.begin(), deviations.end());
+  std::sort(all.begin(), all.end());
+  const double mid = quantile(all, 0.5);
+  if (mid <= 0) return 0;
+  const double spread = (quantile(deviations, 0.75) - quantile(deviations, 0.25)) / 1.349;
+  return spread * std::sqrt(static_cast<double>(p) / static_cast<double>(p - 1)) / mid;
+}
+
 }  // namespace dtrain::perf

@@ -55,4 +55,14 @@ double expected_slowest(std::vector<double> seconds, int p);
 // preempted calls do not dominate it. Needs at least 4 timings; throws InputError otherwise.
 double robust_variation(std::vector<double> seconds);
 
+// The variation of the part of p ranks' step times that is each rank's own, from steps run in
+// lockstep (step k starts after a barrier on every rank): with t_rk = c_k + e_rk, where c_k is what
+// slowed the whole machine in step k (another tenant, a change of clock) and e_rk what met rank r
+// alone, the deviations d_rk = t_rk - mean_r t_rk cancel c_k and have variance (p-1)/p var(e).
+// Only e makes a synchronous step wait for its slowest rank; c_k delays every rank alike. Returns
+// robust_variation's IQR / 1.349 of all d_rk, times sqrt(p / (p-1)), over the median of all t_rk.
+// per_rank[r][k] is rank r's time of step k. Throws InputError for fewer than 2 ranks, ranks with
+// different step counts or fewer than 4 steps.
+double lockstep_variation(const std::vector<std::vector<double>>& per_rank);
+
 }  // namespace dtrain::perf

@@ -78,6 +78,10 @@ def same_host(dtrain):
         assert calibrated(copy) and "copied into a second buffer" in copy["source"], copy
         variation = p["device"]["step_variation"]
         assert 0 <= variation["value"] < 1 and "compute steps per rank" in variation["source"], variation
+        # Ranks with a CPU each time their steps in lockstep too, and the variation is their own part.
+        lockstep = "each after a barrier" in variation["source"]
+        assert lockstep == (len(os.sched_getaffinity(0)) >= 2), (os.sched_getaffinity(0), variation)
+        assert not lockstep or ("from unsynchronised steps" in variation["source"] and "in lockstep" in out), out
         # The model's time for each measured collective, beside it, and the errors over the rows.
         out = run(MPIRUN + ["-np", "2", dtrain, "bench", "allreduce", "--min-bytes", "64K", "--max-bytes", "256K",
                             "--repeats", "1", "--iterations", "5", "--algorithms", "ring,mpi,shm", "--profile", profile])

@@ -179,6 +179,26 @@ TEST(Calibrate, ProfileOfAMultiHostCalibrationHasEveryPart) {
   EXPECT_NE(text.find("step variation  3.0% (standard deviation / mean of 4 compute steps"), std::string::npos) << text;
 }
 
+TEST(Calibrate, LockstepStepsGiveTheVariationAndSayWhatTheUnsynchronisedOnesGave) {
+  Calibration c = synthetic_calibration();
+  c.free_variation = 0.12;
+  c.lockstep_variation = 0.03;
+  c.lockstep_steps = 24;
+  const Profile p = calibrated_profile(c);
+  ASSERT_TRUE(p.device.step_variation.has_value());
+  EXPECT_DOUBLE_EQ(p.device.step_variation->value, 0.03);
+  expect_calibrated(*p.device.step_variation, "step variation");
+  EXPECT_NE(p.device.step_variation->source.find("24 compute steps per rank"), std::string::npos)
+      << p.device.step_variation->source;
+  EXPECT_NE(p.device.step_variation->source.find("each after a barrier"), std::string::npos);
+  EXPECT_NE(p.device.step_variation->source.find("0.1200 from unsynchronised steps"), std::string::npos);
+  const std::string text = format_calibration(c, false);
+  EXPECT_NE(text.find("step variation  3.0% (the ranks' own: compute steps of about 105.0 ms in lockstep; 12.0% with "
+                      "what slowed every rank alike)"),
+            std::string::npos)
+      << text;
+}
+
 TEST(Calibrate, ShmTimesOfOneHostBecomeTheProfilesShmAllreduce) {
   // Two hosts: shm was not measured, and the profile has none.
   EXPECT_FALSE(calibrated_profile(synthetic_calibration()).shm_allreduce.has_value());

@@ -1,5 +1,5 @@
 // Stragglers: the expected maximum of p normals against tabulated values, the robust variation
-// of timings, and the wait the step model adds for the slowest worker.
+// of timings (alone and in lockstep across ranks), and the wait the step model adds for the slowest worker.
 #include "perfmodel/straggler.h"
 
 #include <fmt/format.h>
@@ -81,6 +81,34 @@ TEST(Straggler, RobustVariationOfNormalTimingsIgnoresOutliers) {
   EXPECT_NEAR(robust_variation(t), 0.03, 0.004);
   EXPECT_EQ(robust_variation({0.1, 0.1, 0.1, 0.1}), 0);
   EXPECT_THROW(robust_variation({0.1, 0.2, 0.3}), InputError);
+}
+
+TEST(Straggler, LockstepVariationKeepsTheRanksOwnPartAndCancelsWhatSlowedEveryRank) {
+  std::mt19937 rng(11);
+  std::normal_distribution<double> own(0, 0.004);           // 4% of a 0.1 s step, each rank's own
+  std::uniform_real_distribution<double> machine(0, 0.06);  // up to +60%, every rank alike
+  for (const int p : {2, 4}) {
+    std::vector<std::vector<double>> t(static_cast<std::size_t>(p), std::vector<double>(4000));
+    std::vector<std::vector<double>> alike = t;
+    for (std::size_t k = 0; k < 4000; ++k) {
+      const double common = machine(rng);
+      for (std::size_t r = 0; r < t.size(); ++r) {
+        t[r][k] = 0.1 + common + own(rng);
+        alike[r][k] = 0.1 + common;
+      }
+    }
+    const double median_step = 0.13;  // the uniform term's median
+    EXPECT_NEAR(lockstep_variation(t), 0.004 / median_step, 0.003) << p << " ranks";
+    EXPECT_NEAR(lockstep_variation(alike), 0, 1e-12) << p << " ranks";
+    // The unsynchronised estimate sees the machine's swings as the ranks' own.
+    EXPECT_GT(robust_variation(t[0]), 4 * lockstep_variation(t)) << p << " ranks";
+  }
+  // A rank slower every step makes the others wait: its offset counts.
+  const std::vector<std::vector<double>> offset{{0.1, 0.1, 0.1, 0.1}, {0.12, 0.12, 0.12, 0.12}};
+  EXPECT_GT(lockstep_variation(offset), 0.05);
+  EXPECT_THROW(lockstep_variation({{0.1, 0.1, 0.1, 0.1}}), InputError);
+  EXPECT_THROW(lockstep_variation({{0.1, 0.1, 0.1}, {0.1, 0.1, 0.1}}), InputError);
+  EXPECT_THROW(lockstep_variation({{0.1, 0.1, 0.1, 0.1}, {0.1, 0.1, 0.1}}), InputError);
 }
 
 TEST(Straggler, ExpectedSlowestOfEmpiricalDrawsCountsEveryOrderStatistic) {
