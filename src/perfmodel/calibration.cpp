@@ -7,6 +7,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <ctime>
 #include <fstream>
 #include <numeric>
@@ -108,10 +109,9 @@ bool took_turns(const Calibration& c) {
 // rank 0 sets the count, which every rank must share.
 std::pair<double, std::size_t> time_lockstep(CommWorker& worker, LayerBench& bench, const CalibrationOptions& o,
                                              const DeviceCalibration& mine) {
-  const int rank = worker.communicator().rank();
   const double step = median(mine.step_seconds);
-  const double mine_count = std::clamp(std::ceil(std::max(1.0, 10 * o.min_seconds) / step), 24.0, 400.0);
-  const auto steps = static_cast<std::size_t>(sum_over_ranks(&worker, {rank == 0 ? mine_count : 0.0})[0]);
+  auto steps = static_cast<std::uint64_t>(std::clamp(std::ceil(std::max(1.0, 10 * o.min_seconds) / step), 24.0, 400.0));
+  worker.run([&](comm::Communicator& comm) { comm.broadcast(&steps, sizeof steps, 0); });
   const std::vector<double> seconds = time_lockstep_steps(bench, o.device, steps);
   const auto p = static_cast<std::size_t>(worker.communicator().size());
   std::vector<double> all(p * steps);

@@ -90,6 +90,16 @@ double expected_slowest(std::vector<double> seconds, int p) {
   return expected;
 }
 
+namespace {
+
+// A normal distribution's standard deviation from sorted values, robustly: their interquartile
+// range over 1.349 (the IQR of a normal distribution in standard deviations).
+double robust_spread(const std::vector<double>& sorted) {
+  return (quantile(sorted, 0.75) - quantile(sorted, 0.25)) / 1.349;
+}
+
+}  // namespace
+
 double robust_variation(std::vector<double> seconds) {
   if (seconds.size() < 4) {
     throw InputError(fmt::format("the step-time variation needs at least 4 timings, got {}", seconds.size()));
@@ -97,7 +107,7 @@ double robust_variation(std::vector<double> seconds) {
   std::sort(seconds.begin(), seconds.end());
   const double mid = quantile(seconds, 0.5);
   if (mid <= 0) return 0;
-  return (quantile(seconds, 0.75) - quantile(seconds, 0.25)) / 1.349 / mid;
+  return robust_spread(seconds) / mid;
 }
 
 double lockstep_variation(const std::vector<std::vector<double>>& per_rank) {
@@ -105,16 +115,16 @@ double lockstep_variation(const std::vector<std::vector<double>>& per_rank) {
   if (p < 2) throw InputError(fmt::format("the lockstep variation needs at least 2 ranks, got {}", p));
   const std::size_t steps = per_rank[0].size();
   if (steps < 4) throw InputError(fmt::format("the lockstep variation needs at least 4 steps, got {}", steps));
+  for (const std::vector<double>& rank : per_rank) {
+    if (rank.size() != steps) {
+      throw InputError(
+          fmt::format("the ranks timed {} and {} lockstep steps; they must time as many", steps, rank.size()));
+    }
+  }
   std::vector<double> deviations, all;
   for (std::size_t k = 0; k < steps; ++k) {
     double mean = 0;
-    for (const std::vector<double>& rank : per_rank) {
-      if (rank.size() != steps) {
-        throw InputError(
-            fmt::format("the ranks timed {} and {} lockstep steps; they must time as many", steps, rank.size()));
-      }
-      mean += rank[k] / static_cast<double>(p);
-    }
+    for (const std::vector<double>& rank : per_rank) mean += rank[k] / static_cast<double>(p);
     for (const std::vector<double>& rank : per_rank) {
       deviations.push_back(rank[k] - mean);
       all.push_back(rank[k]);
@@ -124,8 +134,7 @@ double lockstep_variation(const std::vector<std::vector<double>>& per_rank) {
   std::sort(all.begin(), all.end());
   const double mid = quantile(all, 0.5);
   if (mid <= 0) return 0;
-  const double spread = (quantile(deviations, 0.75) - quantile(deviations, 0.25)) / 1.349;
-  return spread * std::sqrt(static_cast<double>(p) / static_cast<double>(p - 1)) / mid;
+  return robust_spread(deviations) * std::sqrt(static_cast<double>(p) / static_cast<double>(p - 1)) / mid;
 }
 
 }  // namespace dtrain::perf
