@@ -9,6 +9,7 @@
 #include <string>
 
 #include "comm/message_buffer.h"
+#include "core/error.h"
 #include "core/timer.h"
 #include "perfmodel/calibrate_transport.h"
 
@@ -28,11 +29,36 @@ std::array<double, 2> mean_over_active(CommWorker& w, double a, double b, bool a
 
 }  // namespace
 
+// The compute lost, over the seconds an exchange was in flight beside it: the rest of the time
+// the communication thread slept and compute ran as alone.
+double compute_share_in_flight(double beside, double alone, double in_flight) {
+  if (beside < 0 || alone < 0 || in_flight < 0 || in_flight > beside) {
+    throw InputError(
+        fmt::format("the compute share needs 0 <= seconds in flight <= seconds beside and times >= 0, "
+                    "got beside {}, alone {}, in flight {}",
+                    beside, alone, in_flight));
+  }
+  if (in_flight <= 0) return 1.0;
+  return 1 - (beside - alone) / in_flight;
+}
+
 namespace {
 
 // One exchange handed to the communication thread: run with whether this rank still computes, it
 // returns whether any rank it exchanged with (itself included) still did.
 using OverlapExchange = std::function<bool(comm::Communicator&, bool computing)>;
+
+// Seconds the layers take alone, run in order from the first until `target_seconds` of their
+// alone_seconds are done: the work shares_beside runs beside the exchanges.
+double layers_alone(LayerBench& bench, const std::vector<double>& alone_seconds, double target_seconds) {
+  const double start = now_seconds();
+  double work = 0;
+  for (std::size_t i = 0; work < target_seconds; i = (i + 1) % bench.layers().size()) {
+    bench.run(i);
+    work += alone_seconds.at(i);
+  }
+  return now_seconds() - start;
+}
 
 // This rank's {compute share, comm share} (calibrate_overlap.h) with `exchange`, `exchange_seconds`
 // long alone, handed over one at a time while the compute thread runs target_seconds of the
@@ -50,6 +76,8 @@ std::array<double, 2> shares_beside(CommWorker& worker, LayerBench& bench, const
     finished_at = now_seconds();
     done = true;
   };
+  // The same layers alone just before and just after (calibrate_overlap.h: why not alone_seconds).
+  const double before = layers_alone(bench, alone_seconds, target_seconds);
   double work = 0, burst_work = 0, burst_time = 0;
   double submitted_at = 0;
   bool in_flight = false;
@@ -78,7 +106,9 @@ std::array<double, 2> shares_beside(CommWorker& worker, LayerBench& bench, const
     worker.wait(ticket);
   }
   while (active && anyone_computing) worker.run(burst);
-  return {work / (compute_end - compute_start), burst_time > 0 ? burst_work / burst_time : 1.0};
+  const double alone = 0.5 * (before + layers_alone(bench, alone_seconds, target_seconds));
+  return {compute_share_in_flight(compute_end - compute_start, alone, burst_time),
+          burst_time > 0 ? burst_work / burst_time : 1.0};
 }
 
 OverlapCalibration averaged(CommWorker& worker, const std::array<double, 2>& mine, bool active, std::string how) {

@@ -5,7 +5,16 @@
 // exchange with a partner rank at a time, as backward hands it a bucket; the next one as soon as
 // the last is done. Every rank at once.
 //
-//   compute share = (the layers' time alone) / (their time beside the exchanges)
+//   compute share = 1 - (the layers' time beside the exchanges - their time alone)
+//                       / (the seconds an exchange was in flight beside them)
+//                   the rate compute keeps while communication runs, as step_simulation.h
+//                   applies it: between exchanges (while the compute thread finishes the layer it
+//                   is in) the communication thread sleeps and compute runs as alone, so the
+//                   plain ratio of the two times understated the slowdown by that idle share.
+//                   "Alone" is the same layers run just before and just after (the mean), not
+//                   the per-layer timings of calibrate_device: those came a minute earlier, one
+//                   layer at a time on evicted caches, and the rotation ran 0.82x to 1.13x of
+//                   their sum (LeNet, 2 ranks over 1 Gbit/s, 2026-11-29).
 //   comm share    = (the exchanges' time alone) / (from handing each over to its end, summed;
 //                    the one under way when compute ends counts its time so far)
 // Both are means over the ranks that have a partner (calibrate_transport.h: busy_partners),
@@ -30,6 +39,12 @@ struct OverlapCalibration {
   double exchange_seconds = 0;  // one 1 MiB exchange alone
   std::string how;
 };
+
+// The compute share above from one rank's measurement: `beside` seconds for work that took
+// `alone` seconds alone, with an exchange in flight for `in_flight` of them. 1 where nothing was
+// in flight; not clamped (calibrate_overlap clamps the mean over ranks to (0, 1]). InputError
+// for negative times or more seconds in flight than beside.
+double compute_share_in_flight(double beside, double alone, double in_flight);
 
 // A collective over the worker's ranks. alone_seconds[i]: layer i's time alone (calibrate_device);
 // target_seconds: the compute work (at alone speed) to run beside the exchanges.
