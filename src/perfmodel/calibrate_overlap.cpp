@@ -107,7 +107,8 @@ std::array<double, 2> shares_beside(CommWorker& worker, LayerBench& bench, const
   }
   while (active && anyone_computing) worker.run(burst);
   const double alone = 0.5 * (before + layers_alone(bench, alone_seconds, target_seconds));
-  return {compute_share_in_flight(compute_end - compute_start, alone, burst_time),
+  const double beside = compute_end - compute_start;
+  return {compute_share_in_flight(beside, alone, std::min(burst_time, beside)),
           burst_time > 0 ? burst_work / burst_time : 1.0};
 }
 
