@@ -2,8 +2,8 @@
 // profile's node.overlap, used by step_simulation.h), measured the way a data-parallel step
 // overlaps them: the compute thread runs the representative layers of the layer bench and hands
 // the communication thread (parallel/comm_worker.h), which sleeps between jobs, one 1 MiB
-// exchange with a partner rank at a time, as backward hands it a bucket; the next one as soon as
-// the last is done. Every rank at once.
+// exchange with a partner rank at a time, as backward hands it a bucket; the next one once the
+// last is done and the compute thread has finished the layer it is in. Every rank at once.
 //
 //   compute share = 1 - (the layers' time beside the exchanges - their time alone)
 //                       / (the seconds an exchange was in flight beside them)
