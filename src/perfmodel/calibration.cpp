@@ -11,6 +11,7 @@
 #include <ctime>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -104,25 +105,50 @@ bool took_turns(const Calibration& c) {
   return c.host_cores > 0 && c.transport.ranks_per_host * c.threads > c.host_cores && c.steps_alone > 0;
 }
 
-// The variation of the ranks' own parts of their step times (straggler.h: lockstep_variation),
-// from compute steps run in lockstep: for 10x --min-seconds (at least 1 s), 24 to 400 steps;
-// rank 0 sets the count, which every rank must share.
-std::pair<double, std::size_t> time_lockstep(CommWorker& worker, LayerBench& bench, const CalibrationOptions& o,
-                                             const DeviceCalibration& mine) {
-  const double step = median(mine.step_seconds);
-  auto steps = static_cast<std::uint64_t>(std::clamp(std::ceil(std::max(1.0, 10 * o.min_seconds) / step), 24.0, 400.0));
-  worker.run([&](comm::Communicator& comm) { comm.broadcast(&steps, sizeof steps, 0); });
-  const std::vector<double> seconds = time_lockstep_steps(bench, o.device, steps);
-  const auto p = static_cast<std::size_t>(worker.communicator().size());
-  std::vector<double> all(p * steps);
-  worker.run([&](comm::Communicator& comm) { comm.allgather(seconds.data(), all.data(), steps * sizeof(double)); });
-  std::vector<std::vector<double>> per_rank(p);
-  for (std::size_t r = 0; r < p; ++r) {
-    const auto first = all.begin() + static_cast<std::ptrdiff_t>(r * steps);
-    per_rank[r].assign(first, first + static_cast<std::ptrdiff_t>(steps));
+// Compute steps in lockstep (straggler.h: lockstep_variation), timed in kBlocks blocks spread
+// through the calibration: the ranks' own variation changes over seconds on a shared machine (one
+// vCPU slow for a second or two), so one block of it is a sample of a moment. ResNet-20 on 2
+// ranks, 400 lockstep steps in a row, three runs: blocks of 24 steps (one block and the
+// interquartile range, before 2026-11-29 18:00) priced the wait at 1-16% of a step where the 400
+// steps waited 6.3-7.5%; four blocks of 12 steps about 6 s apart at 5.3-10.6%.
+// Each block is as many steps as fill 5x --min-seconds (at least 0.5 s), 12 to 200 of them;
+// rank 0 sets the count from a step timed when the first block starts, which every rank shares.
+class LockstepBlocks {
+ public:
+  static constexpr int kBlocks = 4;
+
+  LockstepBlocks(CommWorker& worker, LayerBench& bench, const CalibrationOptions& o)
+      : worker_(worker),
+        bench_(bench),
+        options_(o),
+        per_rank_(static_cast<std::size_t>(worker.communicator().size())) {}
+
+  void time_block() {
+    if (steps_ == 0) {
+      const double step = time_lockstep_steps(bench_, options_.device, 1).at(0);
+      steps_ = static_cast<std::uint64_t>(
+          std::clamp(std::ceil(std::max(0.5, 5 * options_.min_seconds) / step), 12.0, 200.0));
+      worker_.run([&](comm::Communicator& comm) { comm.broadcast(&steps_, sizeof steps_, 0); });
+    }
+    const std::vector<double> seconds = time_lockstep_steps(bench_, options_.device, steps_);
+    std::vector<double> all(per_rank_.size() * steps_);
+    worker_.run([&](comm::Communicator& comm) { comm.allgather(seconds.data(), all.data(), steps_ * sizeof(double)); });
+    for (std::size_t r = 0; r < per_rank_.size(); ++r) {
+      const auto first = all.begin() + static_cast<std::ptrdiff_t>(r * steps_);
+      per_rank_[r].insert(per_rank_[r].end(), first, first + static_cast<std::ptrdiff_t>(steps_));
+    }
   }
-  return {lockstep_variation(per_rank), steps};
-}
+
+  // The variation over every block's steps, and how many steps each rank timed.
+  std::pair<double, std::size_t> variation() const { return {lockstep_variation(per_rank_), per_rank_.at(0).size()}; }
+
+ private:
+  CommWorker& worker_;
+  LayerBench& bench_;
+  const CalibrationOptions& options_;
+  std::uint64_t steps_ = 0;
+  std::vector<std::vector<double>> per_rank_;
+};
 
 }  // namespace
 
@@ -148,17 +174,26 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   sample_core_round_trip(worker, c.core_round_trips);
 
   LayerBench bench(o.device);
+  // Lockstep steps where every rank has CPUs of its own: a block now, after the device
+  // benchmarks, after each overlap measurement, and at the end.
+  std::optional<LockstepBlocks> lockstep;
+  if (worker != nullptr && c.transport.ranks_per_host * c.threads <= c.host_cores) lockstep.emplace(*worker, bench, o);
+  const auto lockstep_block = [&] {
+    if (lockstep) lockstep->time_block();
+  };
+  lockstep_block();
   DeviceCalibration mine = calibrate_device(bench, o.device);
+  lockstep_block();
   if (worker != nullptr) {
     std::vector<double> alone;
     for (const ShapeTiming& t : mine.timings) alone.push_back(t.seconds);
     const double overlap_seconds = std::max(0.3, 3 * o.min_seconds);
     c.overlap = calibrate_overlap(*worker, bench, alone, busy_partners(c.transport), overlap_seconds);
+    lockstep_block();
     if (!c.transport.mpi_allreduce.empty())
       c.mpi_overlap = calibrate_mpi_overlap(*worker, bench, alone, overlap_seconds);
-    if (c.transport.ranks_per_host * c.threads <= c.host_cores) {
-      std::tie(c.lockstep_variation, c.lockstep_steps) = time_lockstep(*worker, bench, o, mine);
-    }
+    lockstep_block();
+    if (lockstep) std::tie(c.lockstep_variation, c.lockstep_steps) = lockstep->variation();
   }
   // Harmonic means (the mean of times) of the rates; the disk summed over rank 0's host.
   std::vector<double> v{1 / mine.memory_read, 1 / mine.memory_write, 1 / mine.update};
@@ -229,11 +264,12 @@ Profile calibrated_profile(const Calibration& c) {
   const std::string steps_how =
       c.lockstep_variation >= 0
           ? fmt::format(
-                "{} compute steps per rank (a forward and backward of every layer shape of {} at batch {}), "
-                "each after a barrier: interquartile range / 1.349 of the ranks' deviations from each step's "
-                "mean, x sqrt(p / (p - 1)), over the median step (the ranks' own variation; {:.4f} from "
-                "unsynchronised steps, with what slowed every rank alike)",
-                c.lockstep_steps, models, c.options.device.batch, c.free_variation)
+                "{} compute steps per rank (a forward and backward of every layer shape of {} at batch {}) "
+                "in {} blocks spread through the calibration, each step after a barrier: the mean absolute "
+                "deviation of the ranks' steps from each step's mean (each at most a median step), x "
+                "sqrt(pi / 2) x sqrt(p / (p - 1)), over the median step (the ranks' own variation; {:.4f} "
+                "from unsynchronised steps, with what slowed every rank alike)",
+                c.lockstep_steps, models, c.options.device.batch, LockstepBlocks::kBlocks, c.free_variation)
           : fmt::format(
                 "{} compute steps per rank timed one by one (a forward and backward of every layer shape of "
                 "{} at batch {}): interquartile range / 1.349 / median, combined with the spread of the {} "

@@ -10,12 +10,12 @@
 // Device constants are the harmonic mean over ranks (the mean of their times); the node's disk
 // rate is the sum over the ranks of one host; links are measured between ranks (see
 // calibrate_transport.h). The step variation, where every rank has CPUs of its own, comes from
-// compute steps run in lockstep (a barrier before each): the ranks' deviations from each step's
-// mean (straggler.h: lockstep_variation), which leave out what slowed every rank alike and keep a
-// rank that is slower every step. Elsewhere (one process; ranks taking turns on shared CPUs, whose
-// wait turn_taking prices) it combines the spread of each rank's unsynchronised steps with the
-// spread of the ranks' medians: sqrt(mean of the ranks' variances + variance of their medians) /
-// mean median.
+// compute steps run in lockstep (a barrier before each), in four blocks spread through the
+// calibration: the ranks' deviations from each step's mean (straggler.h: lockstep_variation),
+// which leave out what slowed every rank alike and keep a rank that is slower every step. Elsewhere (one process; ranks
+// taking turns on shared CPUs, whose wait turn_taking prices) it combines the spread of each rank's unsynchronised
+// steps with the spread of the ranks' medians: sqrt(mean of the ranks' variances + variance of their medians) / mean
+// median.
 #pragma once
 
 #include <array>
@@ -58,7 +58,7 @@ struct Calibration {
   // the unsynchronised steps (within + between, above), and from steps in lockstep (straggler.h:
   // lockstep_variation; -1 where not measured: one process, or ranks outnumbering their CPUs).
   double free_variation = 0, lockstep_variation = -1;
-  std::size_t lockstep_steps = 0;
+  std::size_t lockstep_steps = 0;  // per rank, over all blocks
   CalibrationOptions options;
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <numbers>
 #include <random>
 #include <vector>
 
@@ -121,20 +122,20 @@ double lockstep_variation(const std::vector<std::vector<double>>& per_rank) {
           fmt::format("the ranks timed {} and {} lockstep steps; they must time as many", steps, rank.size()));
     }
   }
-  std::vector<double> deviations, all;
-  for (std::size_t k = 0; k < steps; ++k) {
-    double mean = 0;
-    for (const std::vector<double>& rank : per_rank) mean += rank[k] / static_cast<double>(p);
-    for (const std::vector<double>& rank : per_rank) {
-      deviations.push_back(rank[k] - mean);
-      all.push_back(rank[k]);
-    }
-  }
-  std::sort(deviations.begin(), deviations.end());
+  std::vector<double> all;
+  for (const std::vector<double>& rank : per_rank) all.insert(all.end(), rank.begin(), rank.end());
   std::sort(all.begin(), all.end());
   const double mid = quantile(all, 0.5);
   if (mid <= 0) return 0;
-  return robust_spread(deviations) * std::sqrt(static_cast<double>(p) / static_cast<double>(p - 1)) / mid;
+  double deviations = 0;
+  for (std::size_t k = 0; k < steps; ++k) {
+    double mean = 0;
+    for (const std::vector<double>& rank : per_rank) mean += rank[k] / static_cast<double>(p);
+    for (const std::vector<double>& rank : per_rank) deviations += std::min(std::abs(rank[k] - mean), mid);
+  }
+  const double mean_deviation = deviations / static_cast<double>(p * steps);
+  return mean_deviation * std::sqrt(std::numbers::pi / 2) *
+         std::sqrt(static_cast<double>(p) / static_cast<double>(p - 1)) / mid;
 }
 
 }  // namespace dtrain::perf

@@ -79,7 +79,7 @@ def same_host(dtrain):
         variation = p["device"]["step_variation"]
         assert 0 <= variation["value"] < 1 and "compute steps per rank" in variation["source"], variation
         # Ranks with a CPU each time their steps in lockstep too, and the variation is their own part.
-        lockstep = "each after a barrier" in variation["source"]
+        lockstep = "each step after a barrier" in variation["source"]
         assert lockstep == (len(os.sched_getaffinity(0)) >= 2), (os.sched_getaffinity(0), variation)
         assert not lockstep or ("from unsynchronised steps" in variation["source"] and "in lockstep" in out), out
         # The model's time for each measured collective, beside it, and the errors over the rows.

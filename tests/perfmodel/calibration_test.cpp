@@ -190,7 +190,7 @@ TEST(Calibrate, LockstepStepsGiveTheVariationAndSayWhatTheUnsynchronisedOnesGave
   expect_calibrated(*p.device.step_variation, "step variation");
   EXPECT_NE(p.device.step_variation->source.find("24 compute steps per rank"), std::string::npos)
       << p.device.step_variation->source;
-  EXPECT_NE(p.device.step_variation->source.find("each after a barrier"), std::string::npos);
+  EXPECT_NE(p.device.step_variation->source.find("each step after a barrier"), std::string::npos);
   EXPECT_NE(p.device.step_variation->source.find("0.1200 from unsynchronised steps"), std::string::npos);
   const std::string text = format_calibration(c, false);
   EXPECT_NE(text.find("step variation  3.0% (the ranks' own: compute steps of about 105.0 ms in lockstep; 12.0% with "
