@@ -12,10 +12,10 @@
 // calibrate_transport.h). The step variation, where every rank has CPUs of its own, comes from
 // compute steps run in lockstep (a barrier before each), in four blocks spread through the
 // calibration: the ranks' deviations from each step's mean (straggler.h: lockstep_variation),
-// which leave out what slowed every rank alike and keep a rank that is slower every step. Elsewhere (one process; ranks
-// taking turns on shared CPUs, whose wait turn_taking prices) it combines the spread of each rank's unsynchronised
-// steps with the spread of the ranks' medians: sqrt(mean of the ranks' variances + variance of their medians) / mean
-// median.
+// which leave out what slowed every rank alike and keep a rank that is slower every step.
+// Elsewhere (one process; ranks taking turns on shared CPUs, whose wait turn_taking prices) it
+// combines the spread of each rank's unsynchronised steps with the spread of the ranks' medians:
+// sqrt(mean of the ranks' variances + variance of their medians) / mean median.
 #pragma once
 
 #include <array>
