@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <numbers>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -124,8 +125,7 @@ double lockstep_variation(const std::vector<std::vector<double>>& per_rank) {
   }
   std::vector<double> all;
   for (const std::vector<double>& rank : per_rank) all.insert(all.end(), rank.begin(), rank.end());
-  std::sort(all.begin(), all.end());
-  const double mid = quantile(all, 0.5);
+  const double mid = median(std::move(all));
   if (mid <= 0) return 0;
   double deviations = 0;
   for (std::size_t k = 0; k < steps; ++k) {
