@@ -19,6 +19,7 @@
 #include "comm/algorithm.h"
 #include "comm/hosts.h"
 #include "core/core_round_trip.h"
+#include "core/error.h"
 #include "core/timer.h"
 #include "parallel/core_probe.h"
 #include "perfmodel/calibrate_overlap.h"
@@ -137,16 +138,22 @@ class LockstepBlocks {
       const auto first = all.begin() + static_cast<std::ptrdiff_t>(r * steps_);
       per_rank_[r].insert(per_rank_[r].end(), first, first + static_cast<std::ptrdiff_t>(steps_));
     }
+    ++blocks_;
   }
 
-  // The variation over every block's steps, and how many steps each rank timed.
-  std::pair<double, std::size_t> variation() const { return {lockstep_variation(per_rank_), per_rank_.at(0).size()}; }
+  // The variation over every block's steps, and how many steps each rank timed; after kBlocks
+  // blocks, as the profile's source says.
+  std::pair<double, std::size_t> variation() const {
+    DT_CHECK(blocks_ == kBlocks, "timed {} lockstep blocks, the profile's source says {}", blocks_, kBlocks);
+    return {lockstep_variation(per_rank_), per_rank_.at(0).size()};
+  }
 
  private:
   CommWorker& worker_;
   LayerBench& bench_;
   const CalibrationOptions& options_;
   std::uint64_t steps_ = 0;
+  int blocks_ = 0;
   std::vector<std::vector<double>> per_rank_;
 };
 
