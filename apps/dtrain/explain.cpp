@@ -12,11 +12,12 @@ namespace {
 struct ExplainOptions {
   std::string log;
   std::string profile;
+  std::string trace;
   bool json = false;
 };
 
 int run_explain(const ExplainOptions& o) {
-  const perf::Explanation e = perf::explain_run(perf::read_metrics_log(o.log), o.profile);
+  const perf::Explanation e = perf::explain_run(perf::read_metrics_log(o.log), o.profile, o.trace);
   if (!o.json) {
     fmt::print("{}", e.text);
     return 0;
@@ -41,6 +42,18 @@ int run_explain(const ExplainOptions& o) {
     j["straggler_s"] = e.straggler;
     j["buckets"] = e.buckets;
   }
+  if (e.layers) {
+    nlohmann::json kinds = nlohmann::json::array();
+    for (const perf::LayerTimes& k : e.layers->kinds) {
+      kinds.push_back({{"kind", k.kind}, {"phase", k.phase}, {"measured_s", k.measured}, {"predicted_s", k.predicted}});
+    }
+    j["layers"] = {{"rank_steps", e.layers->rank_steps},
+                   {"by_kind", kinds},
+                   {"measured_s", e.layers->measured_total()},
+                   {"predicted_s", e.layers->predicted_total()},
+                   {"unmatched_measured_s", e.layers->unmatched_measured},
+                   {"missing", e.layers->missing}};
+  }
   fmt::print("{}\n", j.dump(2));
   return 0;
 }
@@ -56,6 +69,9 @@ Action register_explain(CLI::App& app) {
   e->add_option("log", o->log, "The JSONL metrics log of dtrain train (--log)")->required();
   e->add_option("--profile", o->profile,
                 "Profile for the model's terms (default: the one the run was trained with, when it logged one)");
+  e->add_option("--trace", o->trace,
+                "The run's Chrome trace (dtrain train --trace): also compare its forward and backward with the "
+                "model's, per layer kind (needs a profile)");
   e->add_flag("--json", o->json, "Print JSON for tools instead of the report");
   return [e, o]() { return e->parsed() ? run_explain(*o) : -1; };
 }

@@ -103,7 +103,7 @@ MeasuredRun read_metrics_log(const std::string& path) {
   return run;
 }
 
-Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec) {
+Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec, const std::string& trace_path) {
   Explanation e;
   const nlohmann::json& cfg = run.config;
   const RunConfig c = config_of(cfg);
@@ -164,6 +164,15 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec)
     e.turns = p.turns;
     e.buckets = static_cast<int>(p.buckets.size());
   }
+  if (!trace_path.empty()) {
+    if (!e.has_model) {
+      throw InputError(fmt::format(
+          "--trace {} compares the run's layers with the model's: give --profile (a profile of this machine from "
+          "dtrain calibrate)",
+          trace_path));
+    }
+    e.layers = compare_layers(read_trace(trace_path), p, trace_path);
+  }
 
   // The report.
   std::string s = fmt::format("run: {} on {}, {} worker(s) x batch {}", model, dataset, c.workers, c.batch_per_worker);
@@ -194,6 +203,7 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec)
     s += fmt::format("  model {:+.1f}% against the measurement (profile {})\n",
                      100 * (e.predicted_step - e.measured_step) / e.measured_step, e.profile);
   }
+  if (e.layers) s += format_layer_comparison(*e.layers, trace_path);
   if (e.has_model && c.workers > 1) {
     s += fmt::format(
         "\ncommunication (model): {} bucket(s), {} per step on the communication thread, of which the collectives "

@@ -12,7 +12,9 @@
 //   scaling    the model's one-worker step with the same per-worker batch (weak scaling) against
 //              the measured step, and the loss split into exposed communication, compute slowed
 //              beside the other ranks and the communication thread, data and the rest; the
-//              largest part is named, with what would shrink it.
+//              largest part is named, with what would shrink it;
+//   layers     with a trace of the run (`dtrain train --trace`), its forward and backward layer by
+//              layer beside the model's, summed per layer kind (layer_comparison.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "perfmodel/layer_comparison.h"
 #include "train/phase_times.h"
 
 namespace dtrain::perf {
@@ -51,11 +54,13 @@ struct Explanation {
   // Cache-line round trips between two cores (core/core_round_trip.h), seconds, 0 when not
   // recorded: at the run's start (the log) and when the profile was calibrated.
   double run_core_round_trip = 0, profile_core_round_trip = 0;
-  std::string limit;  // what limits scaling
+  std::optional<LayerComparison> layers;  // with a trace
+  std::string limit;                      // what limits scaling
   std::string text;   // the report
 };
 
-// profile_spec: "" to use the prediction the log holds (if any).
-Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec);
+// profile_spec: "" to use the prediction the log holds (if any). trace_path: "" for none, else the
+// run's Chrome trace, compared layer by layer with the model (which needs a profile: InputError).
+Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec, const std::string& trace_path = "");
 
 }  // namespace dtrain::perf

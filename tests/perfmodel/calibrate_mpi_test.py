@@ -6,7 +6,7 @@ usage: calibrate_mpi_test.py DTRAIN CASE [NETNS_HOSTS_SH]
               same-host link (alpha, beta) and overlap, no network; `dtrain bench allreduce
               --profile` prints the model's time beside each measured collective; `dtrain predict` takes it;
               `dtrain train --profile --allreduce auto --bucket-mb auto` logs the choice with its
-              alternatives and prints predicted beside measured per epoch; `dtrain explain` on
+              alternatives and prints predicted beside measured per epoch; `dtrain explain` (with the run's trace) on
               that log names what limits scaling
   time_shared two ranks on one CPU (taskset -c 0): the profile's host has 1 CPU and the cost of
               the ranks taking turns (node.turn_taking); with mpirun binding a core to each
@@ -36,7 +36,7 @@ def calibrated(q):
 
 def same_host(dtrain):
     with tempfile.TemporaryDirectory() as d:
-        profile, log = os.path.join(d, "p.json"), os.path.join(d, "run.jsonl")
+        profile, log, trace = (os.path.join(d, name) for name in ("p.json", "run.jsonl", "trace.json"))
         out = run(MPIRUN + ["-np", "2", dtrain, "calibrate", *QUICK, "-o", profile])
         assert "same host" in out, out
         p = json.load(open(profile))
@@ -93,7 +93,8 @@ def same_host(dtrain):
         assert pred["runs"][-1]["step_s"] > 0, pred
         out = run(MPIRUN + ["-np", "2", dtrain, "train", "--model", "lenet", "--limit", "1280", "--epochs", "2",
                             "--eval-limit", "100", "--threads", "1", "--batch", "32", "--progress", "lines",
-                            "--profile", profile, "--allreduce", "auto", "--bucket-mb", "auto", "--log", log])
+                            "--profile", profile, "--allreduce", "auto", "--bucket-mb", "auto", "--log", log,
+                            "--trace", trace, "--trace-steps", "3"])
         assert "--allreduce/--bucket-mb auto: chose " in out and "alternatives:" in out, out
         assert out.count("per step: predicted ") == 2 and "measured" in out, out
         records = [json.loads(line) for line in open(log)]
@@ -102,8 +103,11 @@ def same_host(dtrain):
         assert config["allreduce"] in ("ring", "tree", "butterfly", "onetoall", "shm"), config
         epochs = [r for r in records if r["type"] == "epoch"]
         assert all(r["predicted_step_s"] > 0 and r["measured_step_s"] > 0 for r in epochs), epochs
-        text = run([dtrain, "explain", log])
+        text = run([dtrain, "explain", log, "--trace", trace])
         assert "limits scaling: " in text and "efficiency" in text, text
+        # The trace's layers beside the model's: every LeNet layer matched, none missing.
+        assert "rank-steps recorded): forward and backward per step, by layer kind" in text, text
+        assert "conv2d" in text and "never recorded" not in text and "largest differences: " in text, text
         if "core_round_trip_ns" in config and rt is not None:
             assert config["core_round_trip_ns"] > 0 and "machine state: a cache line" in text, (config, text)
         print(out, text, sep="\n")
