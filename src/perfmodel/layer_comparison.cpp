@@ -57,15 +57,24 @@ LayerComparison compare_layers(const nlohmann::json& trace, const StepPrediction
   const nlohmann::json* events = trace.is_object() && trace.contains("traceEvents") ? &trace["traceEvents"] : nullptr;
   if (events != nullptr && events->is_array()) {
     for (const nlohmann::json& e : *events) {
-      if (!e.is_object() || e.value("ph", "") != "X") continue;
-      const std::string phase = e.value("cat", "");
-      if (phase != "forward" && phase != "backward") continue;
-      const std::string name = e.value("name", "");
-      Spans& s = measured[{name, phase}];
-      s.seconds += e.value("dur", 0.0) * 1e-6;
-      ++s.count;
-      if (phase == "forward" && e.contains("args") && e["args"].is_object() && e["args"].contains("kind"))
-        kind_of[name] = e["args"]["kind"].get<std::string>();
+      try {
+        if (!e.is_object() || e.value("ph", "") != "X") continue;
+        const std::string phase = e.value("cat", "");
+        if (phase != "forward" && phase != "backward") continue;
+        const std::string name = e.value("name", "");
+        const double seconds = e.value("dur", 0.0) * 1e-6;
+        Spans& s = measured[{name, phase}];
+        s.seconds += seconds;
+        ++s.count;
+        const nlohmann::json& args = e.value("args", nlohmann::json::object());
+        if (phase == "forward" && args.is_object() && args.contains("kind"))
+          kind_of[name] = args["kind"].get<std::string>();
+      } catch (const nlohmann::json::exception& x) {
+        throw DataError(
+            fmt::format("{}: a trace event of the wrong form ({}): {}; give the Chrome trace dtrain train "
+                        "wrote with --trace",
+                        trace_name, x.what(), e.dump().substr(0, 200)));
+      }
     }
   }
   if (measured.empty()) {

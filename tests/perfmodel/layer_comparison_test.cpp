@@ -99,6 +99,18 @@ TEST(LayerComparison, NotATraceOrNoModelIsNamed) {
   EXPECT_THROW(compare_layers({{"traceEvents", {span("bucket 0", "allreduce", 0, 1)}}}, model_step(), "x.json"),
                DataError);
   EXPECT_THROW(compare_layers(measured_trace(), StepPrediction{}, "x.json"), InputError);
+  // A span whose duration or kind is of the wrong type names the file and the event.
+  nlohmann::json bad = measured_trace();
+  bad["traceEvents"][0]["dur"] = "2 ms";
+  try {
+    compare_layers(bad, model_step(), "bad.json");
+    ADD_FAILURE() << "a span with a text duration was read";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json: a trace event of the wrong form"), std::string::npos) << e.what();
+  }
+  bad = measured_trace();
+  bad["traceEvents"][0]["args"]["kind"] = 3;
+  EXPECT_THROW(compare_layers(bad, model_step(), "bad.json"), DataError);
   EXPECT_THROW(read_trace("/nonexistent/trace.json"), InputError);
   const auto junk = std::filesystem::temp_directory_path() / "dtrain_layer_comparison_junk.json";
   {
