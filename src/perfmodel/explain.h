@@ -56,7 +56,7 @@ struct Explanation {
   double run_core_round_trip = 0, profile_core_round_trip = 0;
   std::optional<LayerComparison> layers;  // with a trace
   std::string limit;                      // what limits scaling
-  std::string text;   // the report
+  std::string text;                       // the report
 };
 
 // profile_spec: "" to use the prediction the log holds (if any). trace_path: "" for none, else the
