@@ -65,7 +65,9 @@ void StepLog::on_iteration(TrainerState& s) {
                  {"iteration", s.iteration - 1},
                  {"epoch", s.epoch + 1},
                  {"lr", s.lr},
-                 {"loss", loss[0] / ranks}});
+                 {"loss", loss[0] / ranks},
+                 {"time", s.last.times},  // this rank's phases of the step: step-to-step jitter
+                 {"elapsed_s", now_seconds() - s.start_time}});
   }
 }
 

@@ -43,6 +43,12 @@ def loss_curve(dtrain, algorithm):
         assert rc == 0, out
         a, b = step_losses(single), step_losses(multi)
         assert len(a) == len(b) == 20, (len(a), len(b))
+        with open(multi) as f:
+            steps = [r for r in map(json.loads, f) if r["type"] == "step"]
+        # Each step record carries rank 0's phase times of that step and the time since the start.
+        assert all(r["time"]["forward"] > 0 and r["time"]["backward"] > 0 for r in steps), steps[0]
+        elapsed = [r["elapsed_s"] for r in steps]
+        assert elapsed == sorted(elapsed) and elapsed[0] > 0, elapsed
         worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
         print(f"{algorithm}: max relative loss difference over 20 steps {worst:.2e}")
         assert worst < 1e-4, (a, b)
