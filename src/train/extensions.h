@@ -42,8 +42,8 @@ class LogReport : public Extension {
 // Writes a "step" record (global iteration, learning rate, loss averaged over ranks, the writing
 // rank's phase times of that step and the seconds since the start) to the metrics log every
 // `every` steps: the per-step loss curve that data-parallel runs are compared on, and the step
-// times whose jitter a mean per epoch hides. Every rank must have this extension (the average is a collective); only the writer passes
-// a log.
+// times whose jitter a mean per epoch hides. Every rank must have this extension (the average
+// is a collective); only the writer passes a log.
 class StepLog : public Extension {
  public:
   StepLog(LogReport* log, std::int64_t every, SumAcrossRanks sum_across_ranks)
