@@ -322,7 +322,8 @@ Action register_train(CLI::App& app) {
   t->add_option("--eval-limit", o->eval_limit, "Evaluate on the first N test samples only (0: all)")
       ->capture_default_str();
   t->add_option("--log-every", o->log_every,
-                "Also log the loss (averaged over ranks) every N steps as \"step\" records (0: epochs only)")
+                "Also log the loss (averaged over ranks), rank 0's phase times and the time since the start every N "
+                "steps as \"step\" records (0: epochs only)")
       ->capture_default_str();
   t->add_option("--progress", o->progress,
                 "auto (a bar on a terminal, lines otherwise; lines under mpirun), bar, or lines")
