@@ -22,6 +22,7 @@ struct CalibrateOptions {
   std::vector<std::string> models = {"mlp", "lenet", "resnet20"};
   std::string scratch_dir;
   double min_seconds = 0.1;
+  int rounds = 3;
   bool per_shape = false;
   double timeout = 300;
   std::string chunk_kb = "auto";
@@ -41,6 +42,7 @@ int run_calibrate(const CalibrateOptions& o) {
   opts.device.models = o.models;
   opts.device.batch = o.batch;
   opts.device.min_seconds = o.min_seconds;
+  opts.device.rounds = o.rounds;
   opts.device.scratch_dir = o.scratch_dir;
   opts.min_seconds = o.min_seconds;
   opts.threads = o.threads;
@@ -80,6 +82,11 @@ Action register_calibrate(CLI::App& app) {
                 "Folder for the disk benchmark's 64 MiB file (default: $TMPDIR or /tmp)");
   c->add_option("--min-seconds", o->min_seconds, "Time each measurement is repeated for (longer: steadier)")
       ->capture_default_str();
+  c->add_option("--rounds", o->rounds,
+                "Passes over every layer shape, --min-seconds shared among them; each shape keeps its median pass "
+                "(a slow moment of a shared machine then costs one pass, not the rate)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
   c->add_flag("--per-shape", o->per_shape, "Also print every layer shape's time and rate");
   c->add_option("--timeout", o->timeout, "Under mpirun: seconds a message may wait for a peer (0: forever)")
       ->capture_default_str();

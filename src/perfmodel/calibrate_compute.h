@@ -20,7 +20,9 @@
 //                              makes the roofline of layer_cost.h reproduce the measured total of
 //                              its shapes, i.e. solves  sum_i max(F_i / r, M_i) = sum_i T_i  for r
 //                              (F FLOPs, M the memory term at the measured rates, T the mean
-//                              time). It is sum F / sum T when arithmetic binds every shape;
+//                              time). It is sum F / sum T when arithmetic binds every shape.
+//                              Each shape is timed in `rounds` passes over all of them and keeps
+//                              its median pass, so a slow moment costs a pass, not a rate;
 //   step variation             compute steps (one forward and backward of every layer shape
 //                              of the chosen models, in order: about as long as their own
 //                              steps) timed one by one: the robust coefficient of
@@ -64,6 +66,7 @@ struct ComputeCalibrationOptions {
   std::vector<std::string> models = {"mlp", "lenet", "resnet20"};
   std::int64_t batch = 64;        // samples per benchmark call (the per-rank batch of the runs predicted)
   double min_seconds = 0.1;       // per shape: repeat until this much time was measured (and 5 calls)
+  int rounds = 3;                 // passes over every shape, min_seconds / rounds each; the median pass counts
   std::string scratch_dir;        // for the disk benchmark; "" = $TMPDIR or /tmp
   std::function<void()> barrier;  // aligns the ranks between benchmarks (may be empty)
 };
@@ -150,6 +153,11 @@ std::size_t largest_gradient_bytes(const std::vector<std::string>& models);
 // Memory rates, then every layer of the bench (timings[i] is layer i), the compute steps, the
 // update and the disk.
 DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOptions& options);
+
+// Compute steps as DeviceCalibration::step_seconds times them, unsynchronised and each followed
+// by the gradient copy and casts of `gradient_bytes`, as many as the fewest that times (12): a
+// later block of the steps the turns of time-shared ranks are estimated from (calibration.h).
+std::vector<double> time_free_steps(LayerBench& bench, std::size_t gradient_bytes);
 
 // Compute steps as DeviceCalibration::step_seconds times them (a forward and backward of every
 // layer shape of the chosen models), `steps` of them, each after the options' barrier: step k runs

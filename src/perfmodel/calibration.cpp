@@ -100,6 +100,12 @@ void sample_core_round_trip(CommWorker* w, std::vector<double>& out) {
 
 std::string gbps(double bytes_per_s) { return fmt::format("{:.2f} GB/s", bytes_per_s / 1e9); }
 
+std::vector<double> percentages(const std::vector<double>& fractions) {
+  std::vector<double> out;
+  for (double f : fractions) out.push_back(100 * f);
+  return out;
+}
+
 // Whether rank 0's host ran more compute threads than it has CPUs, with compute steps timed: the
 // ranks took turns, and turn_taking prices it.
 bool took_turns(const Calibration& c) {
@@ -183,13 +189,20 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   LayerBench bench(o.device);
   // Lockstep steps where every rank has CPUs of its own: a block now, after the device
   // benchmarks, after each overlap measurement, and at the end.
+  // Where they time-share CPUs instead, blocks of unsynchronised steps for the turns: the device
+  // benchmarks' own steps, then a block after them, after each overlap measurement.
   std::optional<LockstepBlocks> lockstep;
-  if (worker != nullptr && c.transport.ranks_per_host * c.threads <= c.host_cores) lockstep.emplace(*worker, bench, o);
+  const bool time_shared = worker != nullptr && c.transport.ranks_per_host * c.threads > c.host_cores;
+  if (worker != nullptr && !time_shared) lockstep.emplace(*worker, bench, o);
+  std::vector<std::vector<double>> free_blocks;
+  DeviceCalibration mine;
   const auto lockstep_block = [&] {
     if (lockstep) lockstep->time_block();
+    if (time_shared && !free_blocks.empty()) free_blocks.push_back(time_free_steps(bench, mine.gradient_bytes));
   };
   lockstep_block();
-  DeviceCalibration mine = calibrate_device(bench, o.device);
+  mine = calibrate_device(bench, o.device);
+  free_blocks.push_back(mine.step_seconds);
   lockstep_block();
   if (worker != nullptr) {
     std::vector<double> alone;
@@ -210,11 +223,14 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   // The step variation: each rank's median step and robust variance (straggler.h).
   const double mid = median(mine.step_seconds);
   const double sigma = mine.step_variation * mid;
-  const double alone = std::accumulate(mine.step_seconds.begin(), mine.step_seconds.end(), 0.0) /
-                       static_cast<double>(std::max<std::size_t>(1, mine.step_seconds.size()));
-  // The slowest of the ranks' steps, for the turns (turn_taking).
-  const double slowest = mine.step_seconds.empty() ? alone : expected_slowest(mine.step_seconds, c.ranks);
-  v.insert(v.end(), {mid, mid * mid, sigma * sigma, alone, slowest});
+  v.insert(v.end(), {mid, mid * mid, sigma * sigma});
+  // Per block of unsynchronised steps: the mean step and the slowest of the ranks' (turn_taking).
+  const std::size_t blocks_at = v.size();
+  for (const std::vector<double>& block : free_blocks) {
+    const double mean =
+        std::accumulate(block.begin(), block.end(), 0.0) / static_cast<double>(std::max<std::size_t>(1, block.size()));
+    v.insert(v.end(), {mean, block.empty() ? mean : expected_slowest(block, c.ranks)});
+  }
   const std::size_t casts = v.size();
   v.insert(v.end(), {1 / mine.cast_f16, 1 / mine.cast_bf16, 1 / mine.gradient_copy});
   const std::vector<double> sum = sum_over_ranks(worker, v);
@@ -235,8 +251,12 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   // The schema takes a fraction below 1; a spread that large means the machine was swamped.
   c.free_variation = mean_median > 0 ? std::min(0.99, std::sqrt(within + between) / mean_median) : 0.0;
   c.device.step_variation = c.lockstep_variation >= 0 ? std::min(0.99, c.lockstep_variation) : c.free_variation;
-  c.steps_alone = sum[at + 3] / p;
-  c.steps_slowest = sum[at + 4] / p;
+  std::vector<double> block_alone, block_slowest;
+  for (std::size_t b = 0; b < free_blocks.size(); ++b) {
+    block_alone.push_back(sum[blocks_at + 2 * b] / p);
+    block_slowest.push_back(sum[blocks_at + 2 * b + 1] / p);
+  }
+  set_turns(c, block_alone, block_slowest);
   sample_core_round_trip(worker, c.core_round_trips);
   c.options = o;
   c.options.device.barrier = nullptr;
@@ -258,8 +278,10 @@ Profile calibrated_profile(const Calibration& c) {
   d.name = fmt::format("{} ({} rank(s) per host x {} thread(s))", cpu_model(), per_host, c.threads);
   for (std::size_t k = 0; k < kComputeKinds.size(); ++k) {
     d.compute[k] = q(c.device.compute[k],
-                     fmt::format("roofline rate of {} forward+backward over {} layer shape(s) of {} at batch {}; {}",
-                                 kComputeKinds[k], c.device.shapes[k], models, c.options.device.batch, layout));
+                     fmt::format("roofline rate of {} forward+backward over {} layer shape(s) of {} at batch {}, "
+                                 "each shape's median of {} timed pass(es); {}",
+                                 kComputeKinds[k], c.device.shapes[k], models, c.options.device.batch,
+                                 c.options.device.rounds, layout));
   }
   d.memory_read =
       q(c.device.memory_read, fmt::format("{} MiB streamed read per rank (the largest activation at batch {}); {}",
@@ -398,14 +420,26 @@ Profile calibrated_profile(const Calibration& c) {
     p.shm_allreduce = m;
   }
   if (took_turns(c)) {
-    n.turn_taking = q(turn_taking(c),
-                      fmt::format("the {} compute steps per rank timed one by one: the expected slowest of {} ranks' "
-                                  "steps ({}, E[max of {} draws] of each rank's steps) against their mean ({}), "
-                                  "minus 1; {}",
-                                  c.device.step_seconds.size(), c.ranks, format_seconds(c.steps_slowest), c.ranks,
-                                  format_seconds(c.steps_alone), layout));
+    n.turn_taking =
+        q(turn_taking(c),
+          fmt::format("{} blocks of compute steps per rank timed one by one, spread through the "
+                      "calibration: in each, the expected slowest of {} ranks' steps (E[max of {} draws] "
+                      "of each rank's steps) against their mean, minus 1; the median of the blocks ({:+.1f}%); "
+                      "{} expected against {} in the mean; {}",
+                      c.turn_blocks.size(), c.ranks, c.ranks, fmt::join(percentages(c.turn_blocks), "%, "),
+                      format_seconds(c.steps_slowest), format_seconds(c.steps_alone), layout));
   }
   return p;
+}
+
+void set_turns(Calibration& c, const std::vector<double>& alone, const std::vector<double>& slowest) {
+  DT_CHECK(!alone.empty() && alone.size() == slowest.size(), "turns: {} block means for {} slowest steps", alone.size(),
+           slowest.size());
+  c.turn_blocks.clear();
+  for (std::size_t b = 0; b < alone.size(); ++b)
+    c.turn_blocks.push_back(alone[b] > 0 ? std::max(0.0, slowest[b] / alone[b] - 1) : 0.0);
+  c.steps_alone = std::accumulate(alone.begin(), alone.end(), 0.0) / static_cast<double>(alone.size());
+  c.steps_slowest = c.steps_alone * (1 + median(c.turn_blocks));
 }
 
 double turn_taking(const Calibration& c) {
@@ -441,8 +475,9 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
   if (took_turns(c)) {
     s += fmt::format(
         "  taking turns    {:+.1f}%: a synchronous step waits for the slowest of {} ranks' compute steps, "
-        "{} expected against {} in the mean\n",
-        100 * turn_taking(c), c.ranks, format_seconds(c.steps_slowest), format_seconds(c.steps_alone));
+        "{} expected against {} in the mean (the median of {} block(s): {:+.1f}%)\n",
+        100 * turn_taking(c), c.ranks, format_seconds(c.steps_slowest), format_seconds(c.steps_alone),
+        c.turn_blocks.size(), fmt::join(percentages(c.turn_blocks), "%, "));
   }
   s += fmt::format("  disk read       {} per host\n", gbps(c.device.disk_read));
   if (c.device.cast_f16 > 0) {

@@ -16,6 +16,12 @@
 // Elsewhere (one process; ranks taking turns on shared CPUs, whose wait turn_taking prices) it
 // combines the spread of each rank's unsynchronised steps with the spread of the ranks' medians:
 // sqrt(mean of the ranks' variances + variance of their medians) / mean median.
+// The turns of time-shared ranks come from blocks of unsynchronised steps at the same four
+// moments as the lockstep blocks (the device benchmarks' own steps being the first), the median
+// block's: one rank preempted for a while makes one block slow, not the estimate. 4 ranks on the
+// 2-core Zen 5 VM, ResNet-20, 6 calibrations each way with one pass per shape and one block
+// before (2026-12-01): the ring f32 step predicted -4.5..+9.3% (4.4% mean absolute) against
+// +1.4..+14.5% (5.6%), the turns 5.8-14.0% against 5.2-17.2%.
 #pragma once
 
 #include <array>
@@ -54,6 +60,10 @@ struct Calibration {
   // The compute steps (device.step_seconds, unsynchronised), averaged over the ranks: their mean,
   // and the expected slowest of `ranks` draws of them (straggler.h: expected_slowest).
   double steps_alone = 0, steps_slowest = 0;
+  // The turns (turn_taking) of each block of unsynchronised steps: the device benchmarks' steps,
+  // and where ranks time-share CPUs a block after them and after each overlap measurement.
+  // steps_slowest is steps_alone x (1 + their median).
+  std::vector<double> turn_blocks;
   // The step variation both ways (device.step_variation is the lockstep one where measured): from
   // the unsynchronised steps (within + between, above), and from steps in lockstep (straggler.h:
   // lockstep_variation; -1 where not measured: one process, or ranks outnumbering their CPUs).
@@ -72,6 +82,13 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions options);
 // means, so they count the fast steps; a synchronous step starts every rank at once and ends
 // with the slowest, so it waits for the shared ones: E[max of p draws] (6.5-6.9 ms there).
 double turn_taking(const Calibration& c);
+
+// The turns of each block of unsynchronised steps from its mean step and its expected slowest
+// (both averaged over the ranks), max(0, slowest / mean - 1), into c.turn_blocks; steps_alone
+// the blocks' mean step and steps_slowest that x (1 + the median block's turns): a block that met
+// a slow moment of the machine (a rank preempted for a while) is one of several, not the
+// estimate. Throws for no blocks or mismatched lists.
+void set_turns(Calibration& c, const std::vector<double>& alone, const std::vector<double>& slowest);
 
 // The profile of a calibration: device, node (ranks per host as accelerators, the same-host link,
 // the disk), network when the ranks spanned hosts.

@@ -140,6 +140,9 @@ def time_shared(dtrain):
             out = run(["taskset", "-c", "0,1"] + MPIRUN + ["-np", "4", dtrain, "calibrate", *QUICK, "-o", profile])
             node = json.load(open(profile))["node"]
             assert node["cores"]["value"] == 2 and "turn_taking" in node, node
+            # The turns: the median of four blocks of unsynchronised steps spread through it.
+            assert "(the median of 4 block(s): " in out, out
+            assert "4 blocks of compute steps per rank" in node["turn_taking"]["source"], node["turn_taking"]
             link = node["intra_link"]
             assert "each pinned to one CPU" in link["bandwidth"]["source"], link
             assert "each pinned to one CPU" in link["exchange_ladder"]["source"], link

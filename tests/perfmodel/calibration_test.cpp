@@ -47,7 +47,12 @@ TEST(Calibrate, OneProcessWritesAProfileThatLoadsAndValidates) {
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("conv2d"), std::string::npos) << out;  // kinds mlp lacks come from the default models
   const Profile p = load_profile(path.string());
-  for (std::size_t k = 0; k < kComputeKinds.size(); ++k) expect_calibrated(p.device.compute[k], "compute");
+  for (std::size_t k = 0; k < kComputeKinds.size(); ++k) {
+    expect_calibrated(p.device.compute[k], "compute");
+    // Each shape timed in passes (3 by default), its median pass kept.
+    EXPECT_NE(p.device.compute[k].source.find("each shape's median of 3 timed pass(es)"), std::string::npos)
+        << p.device.compute[k].source;
+  }
   expect_calibrated(p.device.memory_read, "memory_read");
   expect_calibrated(p.device.memory_write, "memory_write");
   expect_calibrated(p.device.update, "update");
@@ -85,6 +90,9 @@ TEST(Calibrate, BadFlagsNameTheProblem) {
   out.clear();
   EXPECT_EQ(run_command(std::string(DTRAIN_BINARY) + " calibrate --min-seconds 0", &out), 2);
   EXPECT_NE(out.find("--min-seconds must be > 0"), std::string::npos) << out;
+  out.clear();
+  EXPECT_NE(run_command(std::string(DTRAIN_BINARY) + " calibrate --rounds 0", &out), 0);
+  EXPECT_NE(out.find("--rounds: Value 0 not in range 1 to 100"), std::string::npos) << out;
 }
 
 Calibration synthetic_calibration() {
@@ -258,8 +266,8 @@ Calibration time_shared_calibration() {
   c.transport.across_hosts = {};
   c.transport.ranks_per_host = 2;
   c.device.step_seconds = {0.002, 0.005, 0.002, 0.005};
-  c.steps_alone = 0.0035;
-  c.steps_slowest = expected_slowest(c.device.step_seconds, 2);  // 3/4 of pairs hold a 5 ms step
+  // One block: 3/4 of pairs hold a 5 ms step.
+  set_turns(c, {0.0035}, {expected_slowest(c.device.step_seconds, 2)});
   return c;
 }
 
@@ -270,13 +278,15 @@ TEST(Calibrate, TurnsAreTheWaitForTheSlowestOfTheRanksSteps) {
   ASSERT_TRUE(p.node.turn_taking.has_value());
   EXPECT_NEAR(p.node.turn_taking->value, 0.00425 / 0.0035 - 1, 1e-12);
   EXPECT_DOUBLE_EQ(turn_taking(c), p.node.turn_taking->value);
-  EXPECT_NE(p.node.turn_taking->source.find("the expected slowest of 2 ranks' steps (4.2 ms, E[max of 2 draws]"),
+  EXPECT_NE(p.node.turn_taking->source.find("the expected slowest of 2 ranks' steps (E[max of 2 draws] of each "
+                                            "rank's steps) against their mean, minus 1; the median of the blocks "
+                                            "(+21.4%); 4.2 ms expected against 3.5 ms"),
             std::string::npos)
       << p.node.turn_taking->source;
   EXPECT_FALSE(p.node.turn_taking_shm.has_value()) << "shm takes the same turns";
   const std::string text = format_calibration(c, false);
   EXPECT_NE(text.find("taking turns    +21.4%: a synchronous step waits for the slowest of 2 ranks' compute steps, "
-                      "4.2 ms expected against 3.5 ms in the mean"),
+                      "4.2 ms expected against 3.5 ms in the mean (the median of 1 block(s): +21.4%)"),
             std::string::npos)
       << text;
   // A CPU per rank: no turns (the straggler wait of the variation stands instead).
@@ -284,6 +294,24 @@ TEST(Calibrate, TurnsAreTheWaitForTheSlowestOfTheRanksSteps) {
   own_cpus.host_cores = 2;
   EXPECT_FALSE(calibrated_profile(own_cpus).node.turn_taking.has_value());
   EXPECT_EQ(format_calibration(own_cpus, false).find("taking turns"), std::string::npos);
+}
+
+TEST(Calibrate, TurnsAreTheMedianBlocksSoOneSlowMomentIsNotTheEstimate) {
+  Calibration c = time_shared_calibration();
+  // Four blocks of 4 ms steps; the third met a rank preempted for a while (4.4.. 8 ms slowest).
+  set_turns(c, {0.004, 0.004, 0.004, 0.004}, {0.0044, 0.0046, 0.008, 0.0045});
+  ASSERT_EQ(c.turn_blocks.size(), 4u);
+  EXPECT_NEAR(c.turn_blocks[2], 1.0, 1e-12);
+  EXPECT_NEAR(turn_taking(c), (0.125 + 0.15) / 2, 1e-12);  // the median, not the mean (0.34)
+  EXPECT_DOUBLE_EQ(c.steps_alone, 0.004);
+  EXPECT_NE(format_calibration(c, false).find("(the median of 4 block(s): +10.0%, +15.0%, +100.0%, +12.5%)"),
+            std::string::npos)
+      << format_calibration(c, false);
+  // A block slower on average than its slowest steps' estimate cannot give negative turns.
+  set_turns(c, {0.004, 0.005}, {0.0038, 0.005});
+  EXPECT_EQ(c.turn_blocks, (std::vector<double>{0.0, 0.0}));
+  EXPECT_THROW(set_turns(c, {0.004}, {}), std::exception);
+  EXPECT_THROW(set_turns(c, {}, {}), std::exception);
 }
 
 TEST(Calibrate, AllreduceLadderDropsStalledSizes) {
