@@ -433,7 +433,7 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
   const std::size_t n = bench.layers().size();
   // Every shape in o.rounds passes, each a share of min_seconds, and the median pass per shape:
   // a slow moment of the machine (another tenant for a few tenths of a second) then costs one
-  // pass of the shapes it met rather than their rate. One process on the Zen 5 VM, ResNet-20, 8
+  // pass of the shapes it met rather than their rate. One process on the VM of 2026-12-01, ResNet-20, 8
   // calibrations each way (2026-12-01): the predicted step 87.1-95.9 ms in one pass (one shape at
   // 5.9 ms where it takes 3.6-3.9), 87.1-92.6 in three, for runs of 80.7-86.2 ms.
   DT_CHECK(o.rounds >= 1, "calibration rounds must be >= 1, got {}", o.rounds);

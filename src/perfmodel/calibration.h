@@ -19,7 +19,7 @@
 // The turns of time-shared ranks come from blocks of unsynchronised steps at the same four
 // moments as the lockstep blocks (the device benchmarks' own steps being the first), the median
 // block's: one rank preempted for a while makes one block slow, not the estimate. 4 ranks on the
-// 2-core Zen 5 VM, ResNet-20, 6 calibrations each way with one pass per shape and one block
+// 2-core VM of 2026-12-01, ResNet-20, 6 calibrations each way with one pass per shape and one block
 // before (2026-12-01): the ring f32 step predicted -4.5..+9.3% (4.4% mean absolute) against
 // +1.4..+14.5% (5.6%), the turns 5.8-14.0% against 5.2-17.2%.
 #pragma once
