@@ -102,6 +102,7 @@ std::string gbps(double bytes_per_s) { return fmt::format("{:.2f} GB/s", bytes_p
 
 std::vector<double> percentages(const std::vector<double>& fractions) {
   std::vector<double> out;
+  out.reserve(fractions.size());
   for (double f : fractions) out.push_back(100 * f);
   return out;
 }
