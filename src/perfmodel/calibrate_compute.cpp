@@ -206,9 +206,8 @@ void compute_step(LayerBench& bench) {
 }
 
 // The compute steps, each followed by a gradient copy of `gradient_bytes` (calibrate_compute.h):
-// at least kMinSteps, then until `more(steps timed, seconds since the first)` says stop.
-template <typename More>
-StepTimes time_steps(LayerBench& bench, std::size_t gradient_bytes, More&& more) {
+// at least kMinSteps, and for kStepSeconds x min_seconds (0: kMinSteps exactly).
+StepTimes time_steps(LayerBench& bench, std::size_t gradient_bytes, double min_seconds) {
   const std::size_t count = gradient_bytes / sizeof(float);
   std::vector<float> gradient(count, 1.0f), bucket(count, 0.0f);
   std::vector<std::uint16_t> wire(count);
@@ -216,7 +215,7 @@ StepTimes time_steps(LayerBench& bench, std::size_t gradient_bytes, More&& more)
   compute_step(bench);
   StepTimes t;
   const Stopwatch total;
-  while (t.steps.size() < kMinSteps || more(t.steps.size(), total.seconds())) {
+  while (t.steps.size() < kMinSteps || (total.seconds() < kStepSeconds * min_seconds && t.steps.size() < kMaxSteps)) {
     const Stopwatch sw;
     compute_step(bench);
     t.steps.push_back(sw.seconds());
@@ -397,7 +396,7 @@ double LayerBench::time(std::size_t i, double min_seconds) {
 std::string LayerBench::describe_layer(std::size_t i) const { return describe(layers_.at(i)); }
 
 std::vector<double> time_free_steps(LayerBench& bench, std::size_t gradient_bytes) {
-  return time_steps(bench, gradient_bytes, [](std::size_t, double) { return false; }).steps;
+  return time_steps(bench, gradient_bytes, 0.0).steps;
 }
 
 std::vector<double> time_lockstep_steps(LayerBench& bench, const ComputeCalibrationOptions& o, std::size_t steps) {
@@ -433,9 +432,9 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
   const std::size_t n = bench.layers().size();
   // Every shape in o.rounds passes, each a share of min_seconds, and the median pass per shape:
   // a slow moment of the machine (another tenant for a few tenths of a second) then costs one
-  // pass of the shapes it met rather than their rate. One process on the VM of 2026-12-01, ResNet-20, 8
-  // calibrations each way (2026-12-01): the predicted step 87.1-95.9 ms in one pass (one shape at
-  // 5.9 ms where it takes 3.6-3.9), 87.1-92.6 in three, for runs of 80.7-86.2 ms.
+  // pass of the shapes it met rather than their rate. One process on the VM of 2026-12-01,
+  // ResNet-20, 8 calibrations each way: the predicted step 87.6-95.9 ms in one pass (one shape
+  // at 5.9 ms where it takes 3.6-3.9), 87.1-92.6 in three, for runs of 80.7-86.2 ms.
   DT_CHECK(o.rounds >= 1, "calibration rounds must be >= 1, got {}", o.rounds);
   std::vector<std::vector<double>> round_seconds(n);
   for (int r = 0; r < o.rounds; ++r) {
@@ -465,9 +464,7 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
   std::int64_t largest = 0;
   for (const auto& m : bench.models()) largest = std::max(largest, m->num_parameters());
   d.gradient_bytes = std::clamp<std::size_t>(static_cast<std::size_t>(largest) * sizeof(float), 64 << 10, 256 << 20);
-  const StepTimes steps = time_steps(bench, d.gradient_bytes, [&](std::size_t timed, double seconds) {
-    return seconds < kStepSeconds * o.min_seconds && timed < kMaxSteps;
-  });
+  const StepTimes steps = time_steps(bench, d.gradient_bytes, o.min_seconds);
   d.step_seconds = steps.steps;
   d.gradient_copy = static_cast<double>(d.gradient_bytes) / median(steps.copies);
   const double elements = static_cast<double>(d.gradient_bytes) / sizeof(float);

@@ -188,32 +188,32 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   sample_core_round_trip(worker, c.core_round_trips);
 
   LayerBench bench(o.device);
-  // Lockstep steps where every rank has CPUs of its own: a block now, after the device
-  // benchmarks, after each overlap measurement, and at the end.
-  // Where they time-share CPUs instead, blocks of unsynchronised steps for the turns: the device
-  // benchmarks' own steps, then a block after them, after each overlap measurement.
+  // Blocks of steps spread through the calibration. Where every rank has CPUs of its own, steps
+  // in lockstep: a block now, after the device benchmarks, after each overlap measurement, and
+  // at the end. Where they time-share CPUs, unsynchronised steps for the turns: the device
+  // benchmarks' own steps, then a block after them and after each overlap measurement.
   std::optional<LockstepBlocks> lockstep;
   const bool time_shared = worker != nullptr && c.transport.ranks_per_host * c.threads > c.host_cores;
   if (worker != nullptr && !time_shared) lockstep.emplace(*worker, bench, o);
   std::vector<std::vector<double>> free_blocks;
   DeviceCalibration mine;
-  const auto lockstep_block = [&] {
+  const auto timed_block = [&] {
     if (lockstep) lockstep->time_block();
     if (time_shared && !free_blocks.empty()) free_blocks.push_back(time_free_steps(bench, mine.gradient_bytes));
   };
-  lockstep_block();
+  timed_block();
   mine = calibrate_device(bench, o.device);
   free_blocks.push_back(mine.step_seconds);
-  lockstep_block();
+  timed_block();
   if (worker != nullptr) {
     std::vector<double> alone;
     for (const ShapeTiming& t : mine.timings) alone.push_back(t.seconds);
     const double overlap_seconds = std::max(0.3, 3 * o.min_seconds);
     c.overlap = calibrate_overlap(*worker, bench, alone, busy_partners(c.transport), overlap_seconds);
-    lockstep_block();
+    timed_block();
     if (!c.transport.mpi_allreduce.empty())
       c.mpi_overlap = calibrate_mpi_overlap(*worker, bench, alone, overlap_seconds);
-    lockstep_block();
+    timed_block();
     if (lockstep) std::tie(c.lockstep_variation, c.lockstep_steps) = lockstep->variation();
   }
   // Harmonic means (the mean of times) of the rates; the disk summed over rank 0's host.

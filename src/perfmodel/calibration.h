@@ -19,9 +19,9 @@
 // The turns of time-shared ranks come from blocks of unsynchronised steps at the same four
 // moments as the lockstep blocks (the device benchmarks' own steps being the first), the median
 // block's: one rank preempted for a while makes one block slow, not the estimate. 4 ranks on the
-// 2-core VM of 2026-12-01, ResNet-20, 6 calibrations each way with one pass per shape and one block
-// before (2026-12-01): the ring f32 step predicted -4.5..+9.3% (4.4% mean absolute) against
-// +1.4..+14.5% (5.6%), the turns 5.8-14.0% against 5.2-17.2%.
+// 2-core VM of 2026-12-01, ResNet-20, 6 calibrations each way against one pass per shape and one
+// block: the ring f32 step predicted -4.5..+9.3% (4.4% mean absolute) against +1.4..+14.5%
+// (5.6%), the turns 5.8-14.0% against 5.2-17.2%.
 #pragma once
 
 #include <array>
@@ -57,8 +57,9 @@ struct Calibration {
   // sampled at the start, middle and end; empty on one CPU.
   std::vector<double> core_round_trips;
   int host_cores = 0;  // logical CPUs the ranks of rank 0's host may run on (0: unknown)
-  // The compute steps (device.step_seconds, unsynchronised), averaged over the ranks: their mean,
-  // and the expected slowest of `ranks` draws of them (straggler.h: expected_slowest).
+  // The unsynchronised compute steps (the blocks of turn_blocks below), averaged over the ranks:
+  // their mean, and the expected slowest of `ranks` draws of them (straggler.h: expected_slowest),
+  // as set_turns combines the blocks.
   double steps_alone = 0, steps_slowest = 0;
   // The turns (turn_taking) of each block of unsynchronised steps: the device benchmarks' steps,
   // and where ranks time-share CPUs a block after them and after each overlap measurement.
