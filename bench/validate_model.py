@@ -168,8 +168,14 @@ def core_state_now(a):
     return None
 
 
+def measured_steps(a, predicted):
+    """Steps to measure a row predicted at `predicted` seconds a step: about --seconds of them,
+    within --min-steps..--max-steps."""
+    return max(a.min_steps, min(a.max_steps, round(a.seconds / max(predicted, 1e-4))))
+
+
 def measure(a, lay, row, predicted):
-    steps = max(a.min_steps, min(a.max_steps, round(a.seconds / max(predicted, 1e-4))))
+    steps = measured_steps(a, predicted)
     cmd = lay.prefix() + [a.dtrain, "bench", "train", "--model", row["model"], "--batch", str(a.batch),
                           "--threads", "1", "--steps", str(steps), "--warmup", str(max(2, steps // 10))]
     if lay.ranks > 1:
@@ -232,7 +238,8 @@ def repeatability(results):
     return diffs, spread
 
 
-def main():
+def parse_args(argv=None):
+    """The command line (sys.argv's when argv is None), its lists checked against what is valid."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dtrain", default=bl.DEFAULT_DTRAIN, help="the dtrain binary")
     ap.add_argument("--ranks", default="1,2,4", help="ranks on this host, one layout each ('' for none)")
@@ -250,7 +257,10 @@ def main():
     # slowest rows measure at least 12 steps.
     ap.add_argument("--min-steps", type=int, default=12,
                     help="fewest measured steps per row (a slow row's mean of a few steps moves with the moment)")
-    ap.add_argument("--max-steps", type=int, default=200)
+    # Fast steps drift too, over seconds rather than steps (mlp on 4 ranks of the 2 cores, ring f32, five runs each:
+    # 400 steps took 4.04-5.26 ms a step, 2000 steps 4.20-4.49), so the cap leaves every row about --seconds.
+    ap.add_argument("--max-steps", type=int, default=2000,
+                    help="most measured steps per row (200 until 2026-12-01: 0.3-0.9 s of mlp's steps)")
     ap.add_argument("--reps", type=int, default=1,
                     help="repetitions of the grid, each with fresh calibrations; a row's error is the median of its "
                          "repetitions' errors")
@@ -266,13 +276,18 @@ def main():
     ap.add_argument("--json", help="write every row here")
     ap.add_argument("--profiles", help="keep the calibrations in this directory (default: a temporary one, removed); "
                                        "each row of --json names the ones its repetitions were predicted from")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     a.dtrain = os.path.abspath(a.dtrain)
     for flag, given, valid in (("--models", a.models, MODELS), ("--algorithms", a.algorithms, ALGORITHMS),
                                ("--dtypes", a.dtypes, ["f32", "f16", "bf16"])):
         bad = [x for x in listed(given) if x not in valid]
         if bad:
             ap.error(f"{flag}: unknown {', '.join(bad)}; valid: {', '.join(valid)}")
+    return a
+
+
+def main():
+    a = parse_args()
     grid = build_grid(a)
     total = sum(len(rows) for _, rows in grid)
     if a.list:

@@ -99,5 +99,14 @@ class CoreState(unittest.TestCase):
             self.assertAlmostEqual(vm.core_state_now(ok), 440e-9)
 
 
+class MeasuredSteps(unittest.TestCase):
+    def test_every_row_measures_about_its_seconds_within_the_bounds(self):
+        a = vm.parse_args([])
+        self.assertEqual(vm.measured_steps(a, 4.5e-3), 444)  # mlp on 4 ranks: 2 s, not 200 steps
+        self.assertEqual(vm.measured_steps(a, 1e-5), a.max_steps)
+        self.assertEqual(vm.measured_steps(a, 0.6), a.min_steps)  # resnet20 on 4 ranks: 12 steps
+        self.assertGreaterEqual(a.max_steps * 1e-3, a.seconds)  # a 1 ms row is not cut short
+
+
 if __name__ == "__main__":
     unittest.main()
