@@ -257,10 +257,10 @@ def parse_args(argv=None):
     # slowest rows measure at least 12 steps.
     ap.add_argument("--min-steps", type=int, default=12,
                     help="fewest measured steps per row (a slow row's mean of a few steps moves with the moment)")
-    # Fast steps drift too, over seconds rather than steps (mlp on 4 ranks of the 2 cores, ring f32, five runs each:
-    # 400 steps took 4.04-5.26 ms a step, 2000 steps 4.20-4.49), so the cap leaves every row about --seconds.
+    # Fast steps drift too, over seconds rather than steps (mlp on 4 ranks of the 2 cores, ring f32: five runs of 400
+    # steps took 4.04-5.26 ms a step, four of 2000 steps 4.20-4.49), so the cap leaves every row about --seconds.
     ap.add_argument("--max-steps", type=int, default=2000,
-                    help="most measured steps per row (200 until 2026-12-01: 0.3-0.9 s of mlp's steps)")
+                    help="most measured steps per row (200 until 2026-12-01: 0.2-0.9 s of mlp's steps)")
     ap.add_argument("--reps", type=int, default=1,
                     help="repetitions of the grid, each with fresh calibrations; a row's error is the median of its "
                          "repetitions' errors")
