@@ -274,14 +274,15 @@ double update_seconds(Module& model, const ModelInput& in, std::int64_t batch, d
 double solve_roofline_rate(const std::vector<ShapeTiming>& timings) {
   double flops = 0, seconds = 0, memory = 0;
   for (const ShapeTiming& t : timings) {
-    flops += t.flops;
-    seconds += t.seconds;
-    memory += t.memory_seconds;
+    DT_CHECK(t.layers > 0, "shape {} counted for {} layers", t.shape, t.layers);
+    flops += t.layers * t.flops;
+    seconds += t.layers * t.seconds;
+    memory += t.layers * t.memory_seconds;
   }
   DT_CHECK(flops > 0 && seconds > 0, "no work measured");
   auto predicted = [&](double r) {
     double s = 0;
-    for (const ShapeTiming& t : timings) s += std::max(t.flops / r, t.memory_seconds);
+    for (const ShapeTiming& t : timings) s += t.layers * std::max(t.flops / r, t.memory_seconds);
     return s;
   };
   if (memory >= seconds) return flops / seconds;
@@ -306,7 +307,7 @@ LayerBench::LayerBench(const ComputeCalibrationOptions& o) : batch_(o.batch) {
   if (o.batch < 1) throw InputError(fmt::format("--batch must be >= 1, got {}", o.batch));
   if (o.models.empty()) throw InputError("--models needs at least one model");
   Rng rng(1);
-  std::map<std::string, bool> seen;
+  std::map<std::string, std::size_t> seen;  // shape -> its index in layers_
   std::array<bool, kComputeKinds.size()> covered{}, by_chosen{};
   // Kinds the chosen models lack are measured on the default models' layers of that kind.
   std::vector<std::string> names = o.models;
@@ -322,13 +323,21 @@ LayerBench::LayerBench(const ComputeCalibrationOptions& o) : batch_(o.batch) {
     for (const LayerSummary& l : traced) {
       const std::size_t kind = compute_kind_index(l.kind);
       if (!chosen && by_chosen[kind]) continue;
+      if (l.forward_flops <= 0) continue;
       const std::string key = fmt::format("{} {} {}", describe(l), l.params, first_weighted_layer(l));
-      if (l.forward_flops <= 0 || !seen.emplace(key, true).second) continue;
+      // A shape met again counts one layer more, unless it was measured for another model set
+      // (a default model's shape that a chosen model also has: the chosen ones weigh the rate).
+      if (const auto again = seen.find(key); again != seen.end()) {
+        if (chosen_[again->second] == chosen) ++counts_[again->second];
+        continue;
+      }
       LayerCall call = make_layer(l, rng);
       if (!call) continue;
+      seen.emplace(key, layers_.size());
       covered[kind] = true;
       layers_.push_back(l);
       chosen_.push_back(chosen);
+      counts_.push_back(1);
       prepared_.push_back(prepare(l, std::move(call), rng));
       evict_.push_back(footprint);
       const double biggest = static_cast<double>(std::max(l.input.numel(), l.output.numel()));
@@ -452,6 +461,7 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
     const LayerTime mem = layer_time(l, o.batch, memory_only);
     t.memory_seconds = mem.forward.seconds + mem.backward.seconds;
     t.seconds = median(round_seconds[i]);
+    t.layers = bench.layers_of_shape(i);
     per_kind[compute_kind_index(l.kind)].push_back(t);
     d.timings.push_back(t);
   }

@@ -18,9 +18,15 @@
 //                              the cache (ResNet-20's ReLUs, additions and batch norms ran 20-80%
 //                              slower in training than back to back); the rate of a kind is the one that
 //                              makes the roofline of layer_cost.h reproduce the measured total of
-//                              its shapes, i.e. solves  sum_i max(F_i / r, M_i) = sum_i T_i  for r
-//                              (F FLOPs, M the memory term at the measured rates, T the mean
-//                              time). It is sum F / sum T when arithmetic binds every shape.
+//                              the models' layers of that kind, each shape counted as often as
+//                              the models have it, i.e. solves
+//                                sum_i n_i max(F_i / r, M_i) = sum_i n_i T_i  for r
+//                              (n layers of the shape, F FLOPs, M the memory term at the measured
+//                              rates, T the mean time). It is sum nF / sum nT when arithmetic
+//                              binds every shape. Counted once each, ResNet-20's stem and 1x1
+//                              shortcuts (1 layer each, 60-105 GFLOP/s) weighed as much as its
+//                              3x3 convolutions (5-6 layers each, 170-210 GFLOP/s), and the
+//                              rate priced its convolutions 18% over their own times' sum.
 //                              Each shape is timed in `rounds` passes over all of them and keeps
 //                              its median pass, so a slow moment costs a pass, not a rate;
 //   step variation             compute steps (one forward and backward of every layer shape
@@ -77,6 +83,7 @@ struct ShapeTiming {
   double flops = 0;           // forward + backward of one call
   double seconds = 0;         // mean of the calls
   double memory_seconds = 0;  // the roofline's memory term for it
+  double layers = 1;          // how many layers of the models have this shape (its weight in the rate)
 };
 
 struct DeviceCalibration {
@@ -118,6 +125,9 @@ class LayerBench {
   std::size_t largest_tensor_bytes() const { return largest_bytes_; }
   // Whether layer i is a shape of the chosen models (not one borrowed from the defaults).
   bool of_chosen_model(std::size_t i) const { return chosen_.at(i); }
+  // How many layers of the models it was taken from have shape i (the chosen models, or the
+  // default model it was borrowed from).
+  int layers_of_shape(std::size_t i) const { return counts_.at(i); }
   // One forward and backward of layer i.
   void run(std::size_t i);
   // Mean seconds of run(i) over at least min_seconds of calls (at most 4x that of wall time),
@@ -136,6 +146,7 @@ class LayerBench {
   std::int64_t batch_;
   std::vector<LayerSummary> layers_;
   std::vector<bool> chosen_;
+  std::vector<int> counts_;
   std::vector<std::unique_ptr<Prepared>> prepared_;
   std::vector<std::size_t> evict_;     // per layer: bytes read before each timed call
   std::vector<std::uint8_t> scratch_;  // the buffer they are read from
@@ -165,8 +176,9 @@ std::vector<double> time_free_steps(LayerBench& bench, std::size_t gradient_byte
 // alike (straggler.h: lockstep_variation). Collective where the barrier is set.
 std::vector<double> time_lockstep_steps(LayerBench& bench, const ComputeCalibrationOptions& options, std::size_t steps);
 
-// The rate that makes sum_i max(flops_i / r, memory_i) equal sum_i seconds_i (bisection; falls
-// back to sum flops / sum seconds when the memory terms alone already exceed the measured time).
+// The rate that makes sum_i n_i max(flops_i / r, memory_i) equal sum_i n_i seconds_i, n the
+// shapes' `layers` (bisection; falls back to sum n flops / sum n seconds when the memory terms
+// alone already exceed the measured time).
 double solve_roofline_rate(const std::vector<ShapeTiming>& timings);
 
 }  // namespace dtrain::perf

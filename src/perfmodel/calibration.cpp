@@ -280,7 +280,8 @@ Profile calibrated_profile(const Calibration& c) {
   for (std::size_t k = 0; k < kComputeKinds.size(); ++k) {
     d.compute[k] = q(c.device.compute[k],
                      fmt::format("roofline rate of {} forward+backward over {} layer shape(s) of {} at batch {}, "
-                                 "each shape's median of {} timed pass(es); {}",
+                                 "each shape weighted by the layers that have it, each shape's median of {} timed "
+                                 "pass(es); {}",
                                  kComputeKinds[k], c.device.shapes[k], models, c.options.device.batch,
                                  c.options.device.rounds, layout));
   }
@@ -546,8 +547,8 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
   if (per_shape) {
     s += "  per shape (rank 0, forward + backward, median):\n";
     for (const ShapeTiming& t : c.device.timings) {
-      s += fmt::format("    {:<52} {:>10} {:>7.1f} GFLOP/s  (memory term {})\n", t.shape, format_seconds(t.seconds),
-                       t.flops / t.seconds / 1e9, format_seconds(t.memory_seconds));
+      s += fmt::format("    {:<52} x{:<3} {:>10} {:>7.1f} GFLOP/s  (memory term {})\n", t.shape, t.layers,
+                       format_seconds(t.seconds), t.flops / t.seconds / 1e9, format_seconds(t.memory_seconds));
     }
   }
   return s;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "comm/local_transport.h"
 #include "core/error.h"
@@ -419,6 +420,38 @@ TEST(Calibrate, RooflineRateReproducesTheMeasuredTotal) {
   EXPECT_NEAR(solve_roofline_rate(memory), 1e9, 1);
 }
 
+TEST(Calibrate, RooflineRateWeighsEachShapeByItsLayers) {
+  // A slow shape of one layer beside a fast one of five: the rate reproduces the five layers'
+  // time and the one's, (5 * 1e9 + 1e8) FLOPs in (5 * 0.005 + 0.002) s, not the two shapes' sum.
+  std::vector<ShapeTiming> shapes{{"conv2d", "fast", 1e9, 0.005, 0.0001, 5}, {"conv2d", "slow", 1e8, 0.002, 0.0001, 1}};
+  EXPECT_NEAR(solve_roofline_rate(shapes), 5.1e9 / 0.027, 1e3);
+  shapes[0].layers = 1;
+  EXPECT_NEAR(solve_roofline_rate(shapes), 1.1e9 / 0.007, 1e3);
+  shapes[1].layers = 0;
+  EXPECT_THROW(solve_roofline_rate(shapes), InternalError);
+}
+
+TEST(Calibrate, LayerBenchCountsTheLayersOfEachShape) {
+  ComputeCalibrationOptions o;
+  o.models = {"resnet20"};
+  o.batch = 2;
+  LayerBench bench(o);
+  // ResNet-20: the stem, then per stage of 16, 32 and 64 channels six 3x3 convolutions, the
+  // first of the second and third stages with stride 2 and a 1x1 shortcut beside it.
+  std::map<std::string, int> conv;
+  int layers = 0;
+  for (std::size_t i = 0; i < bench.layers().size(); ++i) {
+    if (bench.layers()[i].kind != "conv2d") continue;
+    conv[bench.describe_layer(i)] = bench.layers_of_shape(i);
+    layers += bench.layers_of_shape(i);
+  }
+  EXPECT_EQ(conv.size(), 8u);
+  EXPECT_EQ(layers, 21);  // 1 + 3 * 6 + 2 shortcuts
+  EXPECT_EQ(conv.at("conv2d [16, 32, 32]->[16, 32, 32] k3/s1/p1"), 6);
+  EXPECT_EQ(conv.at("conv2d [32, 16, 16]->[32, 16, 16] k3/s1/p1"), 5);
+  EXPECT_EQ(conv.at("conv2d [16, 32, 32]->[32, 16, 16] k1/s2/p0"), 1);
+}
+
 TEST(Calibrate, LayerBenchRunsEveryDistinctShapeOnce) {
   ComputeCalibrationOptions o;
   o.models = {"lenet"};
@@ -431,6 +464,11 @@ TEST(Calibrate, LayerBenchRunsEveryDistinctShapeOnce) {
     add += l.kind == "add";
   }
   EXPECT_EQ(conv, 2);  // lenet's two convolutions
+  for (std::size_t i = 0; i < bench.layers().size(); ++i) {
+    if (bench.of_chosen_model(i)) {
+      EXPECT_EQ(bench.layers_of_shape(i), 1) << bench.describe_layer(i);
+    }
+  }
   EXPECT_GE(bn, 1);    // batch norm from the default models (lenet has none)
   // Elementwise is a kind lenet has (its ReLUs), so the default models' residual additions are
   // not mixed into its rate: only kinds the chosen models lack are borrowed.
