@@ -23,10 +23,11 @@
 //                                sum_i n_i max(F_i / r, M_i) = sum_i n_i T_i  for r
 //                              (n layers of the shape, F FLOPs, M the memory term at the measured
 //                              rates, T the mean time). It is sum nF / sum nT when arithmetic
-//                              binds every shape. Counted once each, ResNet-20's stem and 1x1
-//                              shortcuts (1 layer each, 60-105 GFLOP/s) weighed as much as its
-//                              3x3 convolutions (5-6 layers each, 170-210 GFLOP/s), and the
-//                              rate priced its convolutions 18% over their own times' sum.
+//                              binds every shape. Counted once each, ResNet-20's five shapes of
+//                              one layer (the stem, stride-2 and 1x1 shortcut convolutions,
+//                              42-173 GFLOP/s) weighed as much as its three of 5-6 layers
+//                              (148-221 GFLOP/s), and the rate priced its convolutions 18%
+//                              over their own times' sum.
 //                              Each shape is timed in `rounds` passes over all of them and keeps
 //                              its median pass, so a slow moment costs a pass, not a rate;
 //   step variation             compute steps (one forward and backward of every layer shape
