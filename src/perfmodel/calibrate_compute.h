@@ -127,7 +127,7 @@ class LayerBench {
   // Whether layer i is a shape of the chosen models (not one borrowed from the defaults).
   bool of_chosen_model(std::size_t i) const { return chosen_.at(i); }
   // How many layers of the models it was taken from have shape i (the chosen models, or the
-  // default model it was borrowed from).
+  // default models it was borrowed from).
   int layers_of_shape(std::size_t i) const { return counts_.at(i); }
   // One forward and backward of layer i.
   void run(std::size_t i);
