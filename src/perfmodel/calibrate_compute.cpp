@@ -325,10 +325,10 @@ LayerBench::LayerBench(const ComputeCalibrationOptions& o) : batch_(o.batch) {
       if (!chosen && by_chosen[kind]) continue;
       if (l.forward_flops <= 0) continue;
       const std::string key = fmt::format("{} {} {}", describe(l), l.params, first_weighted_layer(l));
-      // A shape met again counts one layer more, unless it was measured for another model set
-      // (a default model's shape that a chosen model also has: the chosen ones weigh the rate).
+      // A shape met again counts one layer more (a default model only reaches here for kinds the
+      // chosen models lack, so its shapes never meet a chosen model's).
       if (const auto again = seen.find(key); again != seen.end()) {
-        if (chosen_[again->second] == chosen) ++counts_[again->second];
+        ++counts_[again->second];
         continue;
       }
       LayerCall call = make_layer(l, rng);

@@ -469,7 +469,7 @@ TEST(Calibrate, LayerBenchRunsEveryDistinctShapeOnce) {
       EXPECT_EQ(bench.layers_of_shape(i), 1) << bench.describe_layer(i);
     }
   }
-  EXPECT_GE(bn, 1);    // batch norm from the default models (lenet has none)
+  EXPECT_GE(bn, 1);  // batch norm from the default models (lenet has none)
   // Elementwise is a kind lenet has (its ReLUs), so the default models' residual additions are
   // not mixed into its rate: only kinds the chosen models lack are borrowed.
   EXPECT_EQ(add, 0);
