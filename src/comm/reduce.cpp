@@ -9,7 +9,9 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 // GCC 12 reports its own _mm512_undefined_* helpers as maybe-uninitialized when inlined.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #endif
 
 #include "core/error.h"

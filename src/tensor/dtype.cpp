@@ -6,7 +6,9 @@
 
 #if defined(__AVX512F__)
 // GCC 12 reports its own _mm512_undefined_* helpers as maybe-uninitialized when inlined.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #elif defined(__F16C__)
 #include <immintrin.h>
