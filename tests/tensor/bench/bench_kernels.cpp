@@ -3,13 +3,15 @@
 //      shape, and the per-step total over the network's 21 convolutions), plus the batch norm,
 //      ReLU and residual-add passes of one training step;
 //   2. sgemm GFLOP/s for the MLP's shapes (784x512, 512x512; batch 64 and 256) with oneDNN and
-//      OpenBLAS.
+//      OpenBLAS;
+//   3. the MLP's ReLU and add passes against a copy of as many bytes.
 // Each figure is the median of several repetitions after warm-up, at 1 and 2 threads.
 // Usage: [BENCH_STAT=min] bench_kernels [threads...]   (default: 1 2)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
@@ -162,6 +164,30 @@ void bench_gemm(int reps) {
   set_gemm_library(GemmLibrary::kOneDnn);
 }
 
+// The MLP's elementwise passes (64 x 512, below the kernels' parallel threshold: one thread) on
+// random signs, against a copy of as many bytes in the same run (std::memcpy: the memory system's
+// rate for that traffic). A pass that runs as scalar code with a branch per element (as ReLU's
+// backward did, elementwise.cpp) shows as a ratio of several times the copy.
+void bench_small_elementwise(int reps) {
+  const Shape shape{64, 512};
+  const Tensor x = random_tensor(shape), dy = random_tensor(shape);
+  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * sizeof(float);
+  std::vector<float> a(shape.numel()), b(shape.numel()), c(shape.numel());
+  const int r = reps * 50;
+  // Two operands read and one written: two copies of the tensor's bytes move as much.
+  const double copy3 = median_ms(r, [&] {
+    std::memcpy(b.data(), a.data(), bytes);
+    std::memcpy(c.data(), a.data(), bytes);
+  });
+  const double copy2 = median_ms(r, [&] { std::memcpy(b.data(), a.data(), bytes); });
+  Backend& be = cpu_backend();
+  const double rf = median_ms(r, [&] { (void)be.relu_forward(x); });
+  const double rb = median_ms(r, [&] { (void)be.relu_backward(x, dy); });
+  const double add = median_ms(r, [&] { (void)be.add(x, dy); });
+  std::printf("  [64,512]: relu fwd %.1f us (%.1fx a copy), relu bwd %.1f us (%.1fx), add %.1f us (%.1fx)\n", rf * 1e3,
+              rf / copy2, rb * 1e3, rb / copy3, add * 1e3, add / copy3);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -178,6 +204,8 @@ int main(int argc, char** argv) {
     bench_resnet(t == 1 ? 7 : 9);
     std::printf("\n== %d thread(s): sgemm, MLP shapes ==\n", t);
     bench_gemm(t == 1 ? 7 : 9);
+    std::printf("\n== %d thread(s): elementwise passes, MLP shapes ==\n", t);
+    bench_small_elementwise(t == 1 ? 7 : 9);
   }
   return 0;
 }

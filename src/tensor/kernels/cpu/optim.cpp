@@ -9,6 +9,8 @@
 namespace dtrain {
 namespace {
 
+// Below this many elements an update runs on the calling thread, still vectorised (`if
+// (parallel : ...)`, elementwise.cpp says why).
 constexpr std::int64_t kUpdateParallelMin = 1 << 15;
 
 void check_state(const Tensor& w, const Tensor& s, const char* what) {
@@ -29,8 +31,9 @@ void CpuBackend::sgd_update(Tensor& w, const Tensor& g_in, Tensor& v, const SgdH
   const float* pg = g.data<float>();
   const std::int64_t n = w.numel();
   const double lr = h.lr, mu = h.momentum, wd = h.weight_decay;
+  // NOLINTNEXTLINE(bugprone-branch-clone): clang-tidy 14 compares the two OpenMP regions, not their loops
   if (h.nesterov) {
-#pragma omp parallel for simd schedule(static) if (n > kUpdateParallelMin)
+#pragma omp parallel for simd schedule(static) if (parallel : n > kUpdateParallelMin)
     for (std::int64_t i = 0; i < n; ++i) {
       const double grad = pg[i] + wd * pw[i];
       const float vn = static_cast<float>(mu * pv[i] - lr * grad);
@@ -38,7 +41,7 @@ void CpuBackend::sgd_update(Tensor& w, const Tensor& g_in, Tensor& v, const SgdH
       pw[i] += static_cast<float>(mu * vn - lr * grad);
     }
   } else {
-#pragma omp parallel for simd schedule(static) if (n > kUpdateParallelMin)
+#pragma omp parallel for simd schedule(static) if (parallel : n > kUpdateParallelMin)
     for (std::int64_t i = 0; i < n; ++i) {
       const double grad = pg[i] + wd * pw[i];
       const float vn = static_cast<float>(mu * pv[i] - lr * grad);
@@ -58,7 +61,7 @@ void CpuBackend::rmsprop_update(Tensor& w, const Tensor& g_in, Tensor& s, const 
   const float* pg = g.data<float>();
   const std::int64_t n = w.numel();
   const double lr = h.lr, alpha = h.alpha, eps = h.eps, wd = h.weight_decay;
-#pragma omp parallel for simd schedule(static) if (n > kUpdateParallelMin)
+#pragma omp parallel for simd schedule(static) if (parallel : n > kUpdateParallelMin)
   for (std::int64_t i = 0; i < n; ++i) {
     const double grad = pg[i] + wd * pw[i];
     const float sn = static_cast<float>(alpha * ps[i] + (1 - alpha) * grad * grad);
@@ -81,7 +84,7 @@ void CpuBackend::adam_update(Tensor& w, const Tensor& g_in, Tensor& m, Tensor& v
   const float* pg = g.data<float>();
   const std::int64_t n = w.numel();
   const double lr = h.lr, b1 = h.beta1, b2 = h.beta2, eps = h.eps, wd = h.weight_decay;
-#pragma omp parallel for simd schedule(static) if (n > kUpdateParallelMin)
+#pragma omp parallel for simd schedule(static) if (parallel : n > kUpdateParallelMin)
   for (std::int64_t i = 0; i < n; ++i) {
     const double grad = pg[i] + wd * pw[i];
     const float mn = static_cast<float>(b1 * pm[i] + (1 - b1) * grad);
