@@ -46,12 +46,17 @@ constexpr int kInSituReduceRounds = 21;
 // switches algorithm and protocol by size, over TCP at 100 Mbit/s from the line rate at 1.3 MiB
 // to 1.4-1.9x its time at 2 MiB, a break a factor-4 ladder steps over).
 constexpr std::size_t kMpiFirstBytes = std::size_t{4} << 10, kMpiMaxBytes = std::size_t{64} << 20;
-// The ladder stops after the first size this slow, and not before it holds the largest message
-// the runs predicted send (the chosen models' gradients; calibrate_transport's largest_message):
-// far enough to see where a slow link's throughput changes (a 1 Gbit/s link: 4 MiB at the line
-// rate, 16 MiB at two thirds of it), and no size priced along a line drawn past the ladder's end,
-// where the library's throughput keeps falling (over 100 Mbit/s 1 MiB ran at 10.5 MB/s, 8 MiB at
-// 8.9, and lenet's 12.8 MB bucket, priced from the line through 4 and 8 MiB, at 7.1).
+// The ladder stops at the first size that holds the largest message the runs predicted send (the
+// chosen models' gradients; calibrate_transport's largest_message), and where none is given after
+// the first size this slow. Far enough to see where a slow link's throughput changes (a 1 Gbit/s
+// link: 4 MiB at the line rate, 16 MiB at two thirds of it), and no size the runs send priced
+// along a line drawn past the ladder's end, where the library's throughput keeps falling (over 100
+// Mbit/s 1 MiB ran at 10.5 MB/s, 8 MiB at 8.9, and lenet's 12.8 MB bucket, priced from the line
+// through 4 and 8 MiB, at 7.1). No further: Open MPI's reduction buffer for a 64 MiB call sits at
+// the mmap threshold (core/malloc_tuning.h), so each such call maps and faults in fresh pages (160
+// ms on 2 ranks of the 2-core VM, where 32 MiB took 5-7), and the rounds after one ran the smaller
+// sizes 2-7x slower than training's calls (1 MiB: 140-1800 us a call, 150-210 us in
+// `bench allreduce` and in rounds that stop at 32 MiB; mlp's `mpi` steps priced +55..+128%).
 constexpr double kMpiSeconds = 0.5;
 constexpr int kMpiMinRounds = 5, kMpiMaxRounds = 20;
 // A call slower than this many times its size's median is a stall, left out of the mean: over the
@@ -305,14 +310,15 @@ double reduce_rate(double min_seconds, DType dtype) {
 
 // A ladder of allreduce sizes from kMpiFirstBytes doubling to kMpiMaxBytes: a first pass, each
 // size once in ascending order, warms every size up and finds where the ladder stops (the first
-// size whose call takes `stop_seconds` and that reaches `reach`); then rounds of every size in
-// ascending order, as many as fit in min_seconds within [min_rounds, max_rounds]. Every rank runs
+// size that reaches `reach`, or where that is 0 the first whose call takes `stop_seconds`); then
+// rounds of every size in ascending order, as many as fit in min_seconds within [min_rounds,
+// max_rounds]. Every rank runs
 // the same calls (the round count is agreed through the mean of the warm-up times). `call(bytes)`
 // times one call.
 struct LadderPace {
   double stop_seconds = 0;
   int min_rounds = 0, max_rounds = 0;
-  std::size_t reach = 0;  // the ladder goes on until a size at least this large (at most the top)
+  std::size_t reach = 0;  // the ladder ends at the first size at least this large (at most the top)
 };
 struct LadderCalls {
   std::vector<std::size_t> sizes;
@@ -326,7 +332,7 @@ LadderCalls time_ladder(comm::Communicator& c, Call&& call, LadderPace pace, dou
     const double warm = mean_over_active(c, call(bytes), true);
     out.sizes.push_back(bytes);
     round_seconds += warm;
-    if (warm >= pace.stop_seconds && bytes >= pace.reach) break;
+    if (pace.reach > 0 ? bytes >= pace.reach : warm >= pace.stop_seconds) break;
   }
   const int rounds =
       std::clamp(static_cast<int>(min_seconds / std::max(round_seconds, 1e-6)), pace.min_rounds, pace.max_rounds);
