@@ -312,9 +312,8 @@ double reduce_rate(double min_seconds, DType dtype) {
 // size once in ascending order, warms every size up and finds where the ladder stops (the first
 // size that reaches `reach`, or where that is 0 the first whose call takes `stop_seconds`); then
 // rounds of every size in ascending order, as many as fit in min_seconds within [min_rounds,
-// max_rounds]. Every rank runs
-// the same calls (the round count is agreed through the mean of the warm-up times). `call(bytes)`
-// times one call.
+// max_rounds]. Every rank runs the same calls (the round count is agreed through the mean of the
+// warm-up times). `call(bytes)` times one call.
 struct LadderPace {
   double stop_seconds = 0;
   int min_rounds = 0, max_rounds = 0;
