@@ -6,7 +6,8 @@ For each model (W1 mlp, W2 lenet, W3 resnet20), batch (64, 256) and thread count
 tunables + the OpenMP build of OpenBLAS: the fair peer), interleaved, REPS times each, and prints
 the medians: samples/s of both, their ratio, dtrain's achieved GFLOP/s against the sgemm ceiling
 that `dtrain bench train` measures in the same run (about 197 GFLOP/s per core with AVX-512), and
-the peak RSS of both (from /usr/bin/time -v).
+the peak RSS of both (from /usr/bin/time -v; dtrain's at the end of its training steps, before
+the sgemm ceiling's matrices).
 
 usage: bench/train_vs_torch.py [--reps 3] [--models mlp,lenet,resnet20] [--batches 64,256]
                                [--threads 1,2] [--dtrain build/release/bin/dtrain] [--peers ../shared/peers]
@@ -52,9 +53,12 @@ def main():
                 steps = TORCH_STEPS.get((model, batch), 50) * threads
                 d_sps, t_sps, d_rss, t_rss, gf, frac, faults = [], [], [], [], [], [], []
                 for _ in range(a.reps):
-                    out, rss = timed([a.dtrain, "bench", "train", "--model", model, "--batch", str(batch),
-                                      "--threads", str(threads), "--steps", str(steps)], base_env)
-                    d_sps.append(field(out, "samples_per_s")); d_rss.append(rss)
+                    out, _ = timed([a.dtrain, "bench", "train", "--model", model, "--batch", str(batch),
+                                    "--threads", str(threads), "--steps", str(steps)], base_env)
+                    # dtrain's own peak RSS (getrusage, as /usr/bin/time reads it) at the end of the
+                    # training steps: the sgemm ceiling bench train measures after them allocates its
+                    # matrices (about 23 MB) for the benchmark alone.
+                    d_sps.append(field(out, "samples_per_s")); d_rss.append(field(out, "peak_rss_mb"))
                     gf.append(field(out, "gflops")); frac.append(field(out, "peak_fraction"))
                     faults.append(field(out, "minor_faults_per_step"))
                     env = dict(base_env, THREADS=str(threads))

@@ -35,13 +35,15 @@ against its own run (both made in the state that repetition met), and the summar
 well the measurement repeats itself: each repetition's measured time against the median of the
 other repetitions of the same row (the same configuration, calibrated and measured again), the
 error a perfect model of any one repetition would still show on the others. On a machine whose
-speed moves under it, that is the floor of the errors above.
+speed moves under it, that is the floor of the errors above; so the summary also gives the errors
+over the rows whose repetitions agree within 25% (max/min <= 1.25), the target's own tolerance.
 
 Every factor is a flag, so a reduced grid is a matter of naming fewer levels:
   bench/validate_model.py                                   # the whole grid
   bench/validate_model.py --ranks 1,2 --models mlp --algorithms ring,mpi --dtypes f32 --db no \\
       --rates ''                                            # 4 rows, no emulated hosts
   bench/validate_model.py --list                            # the rows and nothing else
+--summary F prints the summaries of a grid saved with --json F again, measuring nothing.
 --profiles DIR keeps the calibrations (each row of --json names its own), to see which constants
 a row's prediction came from. A one-process layout has one row per model (there is nothing to exchange). The emulated hosts
 need root and iproute2; --rates '' leaves them out. Each row runs `bench train` for about
@@ -238,6 +240,68 @@ def repeatability(results):
     return diffs, spread
 
 
+def repeatable(results, span=1.25):
+    """The rows measured at least twice whose repetitions agree within `span` (max/min): where the
+    measurement repeats itself within the target, the error is the model's, not the machine's."""
+    return [r for r in results if len(r["meas"]) >= 2 and max(r["meas"]) <= span * min(r["meas"])]
+
+
+def summarize(results, json_path=None, elapsed=None):
+    """Prints the medians of the repetitions, the median and maximum absolute error, the breakdown,
+    the same over the runs in the calibrated state, the repeatability of the measurement and the
+    errors over the rows that repeat; writes them all to `json_path` when given. `results`: the rows
+    of a grid (as --json writes them: each with pred, meas, same_state and error)."""
+    reps = max(len(r["meas"]) for r in results)
+    if reps > 1:
+        print(f"\nmedians of {reps} repetitions (the error: the median of the repetitions' errors):")
+        for res in results:
+            key = row_label(res["layout"], res["ranks"], res)
+            print(f"{key:<54} {res['predicted_s'] * 1e3:8.2f} ms {res['measured_s'] * 1e3:8.2f} ms "
+                  f"{100 * res['error']:+7.1f}%")
+    errors = [abs(r["error"]) for r in results]
+    med, worst = bl.median(errors), max(errors)
+    took = f" in {elapsed:.0f} s" if elapsed is not None else ""
+    print(f"\n{len(results)} rows{took}: median absolute error {100 * med:.1f}% "
+          f"(target <= 10%), maximum {100 * worst:.1f}% (target <= 25%)")
+    over = breakdown(results)
+    # The same over the runs made in the calibrated machine state (rows with none left out).
+    # (Grids saved before the state was recorded count every run as made in it.)
+    states = [res.get("same_state") or [True] * len(res["meas"]) for res in results]
+    steady = []
+    for res, state in zip(results, states):
+        kept = [(p, m) for p, m, ok in zip(res["pred"], res["meas"], state) if ok]
+        if kept:
+            steady.append(abs(bl.median(run_errors([k[0] for k in kept], [k[1] for k in kept]))))
+    changed = sum(not ok for state in states for ok in state)
+    if changed and steady:
+        print(f"{len(steady)} rows over the runs in the calibrated state ({changed} run(s) of "
+              f"{sum(len(state) for state in states)} left out): median absolute error "
+              f"{100 * bl.median(steady):.1f}%, maximum {100 * max(steady):.1f}%")
+    diffs, spread = repeatability(results)
+    agreed = [abs(r["error"]) for r in repeatable(results)]
+    if diffs:
+        print(f"repeatability of the measurement: a repetition against the median of the other repetitions of "
+              f"its row differs by {100 * bl.median(diffs):.1f}% in the median, {100 * max(diffs):.1f}% at most; "
+              f"{len(spread)} rows' repetitions span more than 25% (max/min > 1.25), "
+              f"{sum(r in spread for r in over)} of the {len(over)} rows over 25% error among them")
+    if agreed:
+        print(f"{len(agreed)} rows whose repetitions agree within 25% (max/min <= 1.25): median absolute error "
+              f"{100 * bl.median(agreed):.1f}%, maximum {100 * max(agreed):.1f}%")
+    bl.footer()
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump({"rows": results, "median_abs_error": med, "max_abs_error": worst,
+                       "calibrated_state": {"rows": len(steady), "runs_left_out": changed,
+                                            "median_abs_error": bl.median(steady) if steady else None,
+                                            "max_abs_error": max(steady) if steady else None},
+                       "repeatability": {"median": bl.median(diffs) if diffs else None,
+                                         "max": max(diffs) if diffs else None,
+                                         "rows_spanning_over_25pct": len(spread)},
+                       "repeatable_rows": {"rows": len(agreed),
+                                           "median_abs_error": bl.median(agreed) if agreed else None,
+                                           "max_abs_error": max(agreed) if agreed else None}}, f, indent=1)
+
+
 def parse_args(argv=None):
     """The command line (sys.argv's when argv is None), its lists checked against what is valid."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -273,6 +337,8 @@ def parse_args(argv=None):
                          "(calibrating again the first time a layout meets a state); --no-per-state: the layout's "
                          "first calibration for every row")
     ap.add_argument("--list", action="store_true", help="print the rows of the grid and stop")
+    ap.add_argument("--summary", metavar="JSON",
+                    help="print the summaries of a grid --json wrote (with the ones added since), measuring nothing")
     ap.add_argument("--json", help="write every row here")
     ap.add_argument("--profiles", help="keep the calibrations in this directory (default: a temporary one, removed); "
                                        "each row of --json names the ones its repetitions were predicted from")
@@ -288,6 +354,16 @@ def parse_args(argv=None):
 
 def main():
     a = parse_args()
+    if a.summary:
+        try:
+            with open(a.summary) as f:
+                rows = json.load(f)["rows"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            sys.exit(f"validate_model.py: --summary {a.summary}: not a grid that --json wrote ({e})")
+        if not rows:
+            sys.exit(f"validate_model.py: --summary {a.summary}: the grid has no rows")
+        summarize(rows, a.json)
+        return
     grid = build_grid(a)
     total = sum(len(rows) for _, rows in grid)
     if a.list:
@@ -376,47 +452,11 @@ def main():
     for res in results:
         res["predicted_s"], res["measured_s"] = bl.median(res["pred"]), bl.median(res["meas"])
         res["error"] = bl.median(run_errors(res["pred"], res["meas"]))
-    if a.reps > 1:
-        print(f"\nmedians of {a.reps} repetitions (the error: the median of the repetitions' errors):")
-        for key, res in runs.items():
-            p, m = res["predicted_s"], res["measured_s"]
-            print(f"{key:<54} {p * 1e3:8.2f} ms {m * 1e3:8.2f} ms {100 * res['error']:+7.1f}%")
     if failed:
         print(f"\n{len(failed)} row run(s) failed and are left out: " + "; ".join(sorted(set(failed))))
     if not results:
         sys.exit("validate_model.py: no row was measured")
-    errors = [abs(r["error"]) for r in results]
-    med, worst = bl.median(errors), max(errors)
-    print(f"\n{len(results)} rows in {time.time() - start:.0f} s: median absolute error {100 * med:.1f}% "
-          f"(target <= 10%), maximum {100 * worst:.1f}% (target <= 25%)")
-    over = breakdown(results)
-    # The same over the runs made in the calibrated machine state (rows with none left out).
-    steady = []
-    for res in results:
-        kept = [(p, m) for p, m, ok in zip(res["pred"], res["meas"], res["same_state"]) if ok]
-        if kept:
-            steady.append(abs(bl.median(run_errors([k[0] for k in kept], [k[1] for k in kept]))))
-    changed = sum(not ok for res in results for ok in res["same_state"])
-    if changed and steady:
-        print(f"{len(steady)} rows over the runs in the calibrated state ({changed} run(s) of "
-              f"{sum(len(r['same_state']) for r in results)} left out): median absolute error "
-              f"{100 * bl.median(steady):.1f}%, maximum {100 * max(steady):.1f}%")
-    diffs, spread = repeatability(results)
-    if diffs:
-        print(f"repeatability of the measurement: a repetition against the median of the other repetitions of "
-              f"its row differs by {100 * bl.median(diffs):.1f}% in the median, {100 * max(diffs):.1f}% at most; "
-              f"{len(spread)} rows' repetitions span more than 25% (max/min > 1.25), "
-              f"{sum(r in spread for r in over)} of the {len(over)} rows over 25% error among them")
-    bl.footer()
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"rows": results, "median_abs_error": med, "max_abs_error": worst,
-                       "calibrated_state": {"rows": len(steady), "runs_left_out": changed,
-                                            "median_abs_error": bl.median(steady) if steady else None,
-                                            "max_abs_error": max(steady) if steady else None},
-                       "repeatability": {"median": bl.median(diffs) if diffs else None,
-                                         "max": max(diffs) if diffs else None,
-                                         "rows_spanning_over_25pct": len(spread)}}, f, indent=1)
+    summarize(results, a.json, time.time() - start)
 
 
 if __name__ == "__main__":

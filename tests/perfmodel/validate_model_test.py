@@ -1,6 +1,6 @@
 """The summaries of bench/validate_model.py on rows whose errors are known: the table per layout and
-model, the rows over the target, a row's error over its repetitions, and the repeatability of the
-measurement."""
+model, the rows over the target, a row's error over its repetitions, the repeatability of the
+measurement, the errors over the rows that repeat, and --summary reprinting a saved grid."""
 import contextlib
 import importlib.util
 import io
@@ -78,6 +78,60 @@ class Repeatability(unittest.TestCase):
         for got, want in zip(diffs, expected):
             self.assertAlmostEqual(got, want)
         self.assertEqual(spread, [wide])
+
+
+class Repeatable(unittest.TestCase):
+    def test_rows_measured_twice_or_more_within_the_span(self):
+        steady = row("1 process", 1, "mlp", 0.30, meas=(1.0, 1.25, 1.1))  # max/min 1.25: in
+        wide = row("1 process", 1, "lenet", 0.01, meas=(1.0, 1.26))
+        single = row("1 process", 1, "resnet20", 0.0, meas=(2.0,))
+        self.assertEqual(vm.repeatable([steady, wide, single]), [steady])
+
+
+class Summary(unittest.TestCase):
+    """The summaries printed (and written) from rows alone, as `--summary FILE` reprints a grid."""
+
+    def grid(self):
+        rows = [row("2 ranks, 1 host", 2, "mlp", 0.05, meas=(2.0, 2.1)),
+                row("2 ranks, 1 host", 2, "mlp", -0.30, meas=(2.0, 3.0), algorithm="tree"),
+                row("2 ranks, 1 host", 2, "lenet", 0.20, meas=(10.0, 11.0))]
+        for r in rows:
+            r.update(pred=[m * (1 + r["error"]) for m in r["meas"]], same_state=[True] * len(r["meas"]),
+                     predicted_s=1.0, measured_s=1.0)
+        return rows
+
+    def test_the_errors_over_all_rows_and_over_the_rows_that_repeat(self):
+        out = io.StringIO()
+        with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(out):
+            path = os.path.join(d, "grid.json")
+            vm.summarize(self.grid(), path)
+            with open(path) as f:
+                saved = vm.json.load(f)
+        text = out.getvalue()
+        self.assertIn("3 rows: median absolute error 20.0% (target <= 10%), maximum 30.0%", text)
+        self.assertIn("1 rows' repetitions span more than 25% (max/min > 1.25), 1 of the 1 rows over 25%", text)
+        self.assertIn("2 rows whose repetitions agree within 25% (max/min <= 1.25): median absolute error 12.5%, "
+                      "maximum 20.0%", text)
+        self.assertEqual(saved["repeatable_rows"], {"rows": 2, "median_abs_error": 0.125, "max_abs_error": 0.2})
+        self.assertAlmostEqual(saved["max_abs_error"], 0.3)
+
+    def test_summary_flag_reprints_a_saved_grid_and_names_a_bad_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "grid.json")
+            with open(path, "w") as f:
+                vm.json.dump({"rows": self.grid()}, f)
+            out = io.StringIO()
+            with mock.patch.object(sys, "argv", ["validate_model.py", "--summary", path]), \
+                    contextlib.redirect_stdout(out):
+                vm.main()
+            self.assertIn("maximum 30.0% (target <= 25%)", out.getvalue())
+            bad = os.path.join(d, "bad.json")
+            with open(bad, "w") as f:
+                f.write("{not json")
+            with mock.patch.object(sys, "argv", ["validate_model.py", "--summary", bad]), \
+                    self.assertRaises(SystemExit) as e:
+                vm.main()
+            self.assertIn("not a grid that --json wrote", str(e.exception.code))
 
 
 class CoreState(unittest.TestCase):
