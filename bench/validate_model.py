@@ -225,6 +225,12 @@ def run_errors(pred, meas):
     return [(p - m) / m for p, m in zip(pred, meas)]
 
 
+def spans_more_than(meas, span=1.25):
+    """Whether a row's measured times spread by more than `span` (max/min): 25%, the target's own
+    tolerance, by default."""
+    return max(meas) > span * min(meas)
+
+
 def repeatability(results):
     """Each repetition's measured time against the median of the row's other repetitions: the
     relative differences over all rows, and the rows whose repetitions span more than 25%."""
@@ -235,7 +241,7 @@ def repeatability(results):
             continue
         for i, x in enumerate(m):
             diffs.append(abs(bl.median(m[:i] + m[i + 1:]) - x) / x)
-        if max(m) > 1.25 * min(m):
+        if spans_more_than(m):
             spread.append(res)
     return diffs, spread
 
@@ -243,7 +249,7 @@ def repeatability(results):
 def repeatable(results, span=1.25):
     """The rows measured at least twice whose repetitions agree within `span` (max/min): where the
     measurement repeats itself within the target, the error is the model's, not the machine's."""
-    return [r for r in results if len(r["meas"]) >= 2 and max(r["meas"]) <= span * min(r["meas"])]
+    return [r for r in results if len(r["meas"]) >= 2 and not spans_more_than(r["meas"], span)]
 
 
 def summarize(results, json_path=None, elapsed=None):
