@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# clang-tidy with the repository's .clang-tidy over the C++ sources (src, apps, tests, fuzz); any
+# clang-tidy with the repository's .clang-tidy over the C++ sources (src, apps, python, tests, fuzz); any
 # warning fails. The whole tree takes about 8 minutes on 2 cores, which CI's time budget leaves
 # out: run it after changing C++ code, or name the files to check, e.g.
 #   tools/tidy.sh src/comm/algorithms/ring.cpp tests/comm/allreduce_test.cpp
@@ -16,7 +16,7 @@ cmake --preset release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 if [ $# -gt 0 ]; then
   files=("$@")
 else
-  mapfile -t files < <(git ls-files 'src/*.cpp' 'apps/*.cpp' 'tests/*.cpp' 'fuzz/*.cpp')
+  mapfile -t files < <(git ls-files 'src/*.cpp' 'apps/*.cpp' 'tests/*.cpp' 'fuzz/*.cpp' 'python/*.cpp')
 fi
 findings=$(printf '%s\n' "${files[@]}" | xargs -P "$(nproc)" -n 4 "$tidy" -p build/release --quiet 2>/dev/null |
   grep -E '(warning|error):' | sort -u || true)

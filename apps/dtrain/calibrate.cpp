@@ -1,4 +1,4 @@
-// `dtrain calibrate`: measure this machine's profile (src/perfmodel/calibration.h) and write it
+// `dtrain calibrate`: measure this machine's profile (src/calibration/calibration.h) and write it
 // as JSON for `dtrain predict --profile`, `dtrain train --profile` and `dtrain explain`.
 #include <fmt/format.h>
 
@@ -6,10 +6,9 @@
 
 #include "apps/dtrain/commands.h"
 #include "apps/dtrain/distributed.h"
+#include "calibration/calibration.h"
 #include "core/error.h"
 #include "core/threads.h"
-#include "nn/models/models.h"
-#include "perfmodel/calibration.h"
 
 namespace dtrain::cli {
 namespace {
@@ -29,15 +28,6 @@ struct CalibrateOptions {
 };
 
 int run_calibrate(const CalibrateOptions& o) {
-  for (const std::string& m : o.models) {
-    const auto& valid = model_names();
-    if (std::find(valid.begin(), valid.end(), m) == valid.end()) {
-      throw InputError(fmt::format("unknown model '{}' in --models; valid: {}", m, fmt::join(valid, ", ")));
-    }
-  }
-  if (o.min_seconds <= 0) throw InputError(fmt::format("--min-seconds must be > 0, got {}", o.min_seconds));
-  set_num_threads(o.threads);
-  ProcessGroup group = join_process_group(o.timeout, o.chunk_kb);
   perf::CalibrationOptions opts;
   opts.device.models = o.models;
   opts.device.batch = o.batch;
@@ -47,6 +37,9 @@ int run_calibrate(const CalibrateOptions& o) {
   opts.min_seconds = o.min_seconds;
   opts.threads = o.threads;
   opts.name = o.name;
+  perf::check_calibration_options(opts);
+  set_num_threads(o.threads);
+  ProcessGroup group = join_process_group(o.timeout, o.chunk_kb);
   const perf::Calibration c = perf::calibrate(group.worker.get(), opts);
   if (group.rank != 0) return 0;
   const perf::Profile profile = perf::calibrated_profile(c);

@@ -18,43 +18,11 @@ struct ExplainOptions {
 
 int run_explain(const ExplainOptions& o) {
   const perf::Explanation e = perf::explain_run(perf::read_metrics_log(o.log), o.profile, o.trace);
-  if (!o.json) {
+  if (o.json) {
+    fmt::print("{}\n", perf::explanation_json(e).dump(2));
+  } else {
     fmt::print("{}", e.text);
-    return 0;
   }
-  auto phases = [](const PhaseTimes& p) {
-    return nlohmann::json{
-        {"data", p.data}, {"forward", p.forward}, {"backward", p.backward}, {"comm", p.comm}, {"update", p.update}};
-  };
-  nlohmann::json j = {{"epochs_used", e.epochs_used},
-                      {"measured_step_s", e.measured_step},
-                      {"measured_s", phases(e.measured)},
-                      {"measured_other_s", e.measured_other},
-                      {"limit", e.limit}};
-  if (e.has_model) {
-    j["profile"] = e.profile;
-    j["predicted_step_s"] = e.predicted_step;
-    j["predicted_s"] = phases(e.predicted);
-    j["one_worker_step_s"] = e.one_worker_step;
-    j["comm_busy_s"] = e.comm_busy;
-    j["comm_latency_s"] = e.comm_latency;
-    j["comm_allreduce_s"] = e.comm_allreduce;
-    j["straggler_s"] = e.straggler;
-    j["buckets"] = e.buckets;
-  }
-  if (e.layers) {
-    nlohmann::json kinds = nlohmann::json::array();
-    for (const perf::LayerTimes& k : e.layers->kinds) {
-      kinds.push_back({{"kind", k.kind}, {"phase", k.phase}, {"measured_s", k.measured}, {"predicted_s", k.predicted}});
-    }
-    j["layers"] = {{"rank_steps", e.layers->rank_steps},
-                   {"by_kind", kinds},
-                   {"measured_s", e.layers->measured_total()},
-                   {"predicted_s", e.layers->predicted_total()},
-                   {"unmatched_measured_s", e.layers->unmatched_measured},
-                   {"missing", e.layers->missing}};
-  }
-  fmt::print("{}\n", j.dump(2));
   return 0;
 }
 

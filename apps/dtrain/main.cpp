@@ -1,6 +1,5 @@
 // dtrain: train deep networks on one or many processes, and predict how long training takes.
 #include <cstdio>
-#include <vector>
 
 #include "apps/dtrain/commands.h"
 #include "core/error.h"
@@ -28,23 +27,13 @@ int fail(int code, const char* kind, const char* what) {
 int main(int argc, char** argv) {
   try {
     dtrain::tune_malloc_for_training();
-    CLI::App app{"dtrain: data-parallel deep-learning training with a built-in performance model"};
-    app.require_subcommand(1);
-    app.set_version_flag("--version", "dtrain 0.1.0");
-    app.footer("Run 'dtrain SUBCOMMAND --help' for the flags of each subcommand.");
-    std::vector<dtrain::cli::Action> actions{dtrain::cli::register_train(app),   dtrain::cli::register_bench(app),
-                                             dtrain::cli::register_predict(app), dtrain::cli::register_calibrate(app),
-                                             dtrain::cli::register_explain(app), dtrain::cli::register_export(app)};
+    dtrain::cli::Command command;
     try {
-      app.parse(argc, argv);
+      command.app().parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-      return app.exit(e);
+      return command.app().exit(e);
     }
-    for (auto& action : actions) {
-      const int rc = action();  // -1: that subcommand was not chosen
-      if (rc >= 0) return rc;
-    }
-    return 0;
+    return command.run();
   } catch (const dtrain::InputError& e) {
     return fail(2, "error", e.what());
   } catch (const dtrain::Error& e) {

@@ -7,6 +7,7 @@
 #include "apps/dtrain/checkpoint_flags.h"
 #include "apps/dtrain/commands.h"
 #include "apps/dtrain/distributed.h"
+#include "calibration/training_prediction.h"
 #include "comm/agreement.h"
 #include "core/threads.h"
 #include "data/augment.h"
@@ -16,7 +17,6 @@
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
 #include "parallel/data_parallel.h"
-#include "perfmodel/training_prediction.h"
 #include "train/extensions.h"
 #include "train/trace_recorder.h"
 #include "train/trainer.h"
@@ -52,7 +52,7 @@ struct TrainOptions {
   int accumulate = 1;
   double timeout = 300;
   std::string chunk_kb = "auto";
-  std::string profile;  // predict each epoch's time per step (perfmodel/training_prediction.h)
+  std::string profile;  // predict each epoch's time per step (calibration/training_prediction.h)
   std::string trace;    // Chrome trace of a window of steps (train/trace_recorder.h)
   std::int64_t trace_steps = 10;
   CheckpointFlags checkpoint;
@@ -281,12 +281,12 @@ int run_train(TrainOptions o) {
     trainer.add_extension(std::move(report));
   }
   if (o.log_every > 0) trainer.add_extension(std::make_unique<StepLog>(log, o.log_every, group.summer()));
-  if (o.progress != "auto" && o.progress != "bar" && o.progress != "lines") {
-    throw InputError(fmt::format("--progress must be auto, bar or lines, got '{}'", o.progress));
+  if (o.progress != "auto" && o.progress != "bar" && o.progress != "lines" && o.progress != "none") {
+    throw InputError(fmt::format("--progress must be auto, bar, lines or none, got '{}'", o.progress));
   }
   // Under mpirun rank 0's stdout is often a pseudo-terminal even when mpirun's is a file.
   const bool bar = o.progress == "bar" || (o.progress == "auto" && isatty(STDOUT_FILENO) != 0 && !group.active());
-  if (leader) trainer.add_extension(std::make_unique<ProgressReport>(bar));
+  if (leader && o.progress != "none") trainer.add_extension(std::make_unique<ProgressReport>(bar));
   const TrainerState s = trainer.run();
   if (tracer != nullptr) {
     write_rank_traces(o.trace, *tracer, group.rank, gather_strings(group), {{"model", o.model}, {"ranks", group.size}});
@@ -326,7 +326,7 @@ Action register_train(CLI::App& app) {
                 "steps as \"step\" records (0: epochs only)")
       ->capture_default_str();
   t->add_option("--progress", o->progress,
-                "auto (a bar on a terminal, lines otherwise; lines under mpirun), bar, or lines")
+                "auto (a bar on a terminal, lines otherwise; lines under mpirun), bar, lines, or none")
       ->capture_default_str();
   t->add_option("--optimizer", o->optimizer.name, fmt::format("Optimizer: {}", fmt::join(optimizer_names(), ", ")))
       ->capture_default_str();

@@ -57,6 +57,23 @@ struct CommCost {
 // one element) so that a rank reduces or forwards one chunk while the next is in flight. Empty
 // blocks are not sent at all.
 constexpr std::size_t kDefaultChunkBytes = std::size_t{1} << 20;
+
+// Chunk size (the largest point-to-point message of the pipelined collectives) by where the bytes
+// go, as measured with `dtrain bench allreduce --chunk-kb` (docs/distributed.md):
+//   one host    1 MiB: Open MPI's shared-memory path copies a large message once (single-copy
+//               CMA), so fewer, larger messages are cheaper; 64 KiB chunks halve busbw here.
+//   across hosts 32 KiB: over TCP, Open MPI sends a message up to its eager limit (64 KiB by
+//               default, header included) at once and a longer one only after a rendezvous round
+//               trip, which leaves the link idle between chunks; with 1 MiB chunks a 1 Gbit/s link
+//               carried 0.084 GB/s, with 32 KiB 0.119 GB/s (its line rate after headers).
+// A job that spans hosts uses the network chunk for all of its messages: chunks are a property of
+// the collective, and the slowest link sets its pace.
+constexpr std::size_t kNetworkChunkBytes = std::size_t{32} << 10;
+// kDefaultChunkBytes on one host, kNetworkChunkBytes across hosts (see above).
+constexpr std::size_t chunk_bytes_for(bool spans_hosts) {
+  return spans_hosts ? kNetworkChunkBytes : kDefaultChunkBytes;
+}
+
 // Messages a block of `count` elements of `elem_bytes` each is split into.
 std::uint64_t chunk_count(std::size_t count, std::size_t elem_bytes, std::size_t chunk_bytes);
 

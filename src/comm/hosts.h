@@ -3,16 +3,7 @@
 // A rank's host is its host name and network namespace, so two namespaces on one machine
 // (emulated hosts, tools/netns_hosts.sh) count as two hosts, as their traffic crosses a link.
 //
-// Chunk size (the largest point-to-point message of the pipelined collectives) by where the bytes
-// go, as measured with `dtrain bench allreduce --chunk-kb` (docs/distributed.md):
-//   one host    1 MiB: Open MPI's shared-memory path copies a large message once (single-copy
-//               CMA), so fewer, larger messages are cheaper; 64 KiB chunks halve busbw here.
-//   across hosts 32 KiB: over TCP, Open MPI sends a message up to its eager limit (64 KiB by
-//               default, header included) at once and a longer one only after a rendezvous round
-//               trip, which leaves the link idle between chunks; with 1 MiB chunks a 1 Gbit/s link
-//               carried 0.084 GB/s, with 32 KiB 0.119 GB/s (its line rate after headers).
-// A job that spans hosts uses the network chunk for all of its messages: chunks are a property of
-// the collective, and the slowest link sets its pace.
+// Chunk sizes by where the bytes go: comm/algorithm.h (chunk_bytes_for).
 #pragma once
 
 #include <cstddef>
@@ -22,8 +13,6 @@
 #include "comm/communicator.h"
 
 namespace dtrain::comm {
-
-constexpr std::size_t kNetworkChunkBytes = std::size_t{32} << 10;
 
 // "hostname" or "hostname/netns:4026532281" when not in the initial network namespace.
 std::string host_key();
@@ -42,10 +31,7 @@ struct HostLayout {
 // A collective: every rank of `comm` calls it (one allgather); the result is the same on every rank.
 HostLayout host_layout(Communicator& comm);
 
-// kDefaultChunkBytes on one host, kNetworkChunkBytes across hosts (see above).
-constexpr std::size_t chunk_bytes_for(bool spans_hosts) {
-  return spans_hosts ? kNetworkChunkBytes : kDefaultChunkBytes;
-}
+// The chunk size of a collective over these ranks (comm/algorithm.h).
 inline std::size_t chunk_bytes_for(const HostLayout& layout) { return chunk_bytes_for(layout.spans_hosts()); }
 
 }  // namespace dtrain::comm

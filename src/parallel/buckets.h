@@ -47,35 +47,18 @@
 
 #include "autograd/variable.h"
 #include "comm/algorithm.h"
+#include "comm/bucket_plan.h"
 #include "tensor/dtype.h"
 
 namespace dtrain {
 
 // dst = scale * src over n floats in one pass (read src, write dst): how a gradient enters its
-// bucket. Public so that dtrain calibrate times this very loop (perfmodel/calibrate_compute.h).
+// bucket. Public so that dtrain calibrate times this very loop (calibration/calibrate_compute.h).
 void scaled_copy(const float* src, float* dst, std::size_t n, float scale);
 
 namespace comm {
 class Communicator;
 }
-
-struct BucketLayout {
-  std::vector<std::vector<std::size_t>> buckets;  // parameter indices, in readiness order
-  std::vector<std::size_t> bucket_of;             // parameter index -> bucket
-  std::vector<std::int64_t> offset;               // parameter index -> element offset in its bucket
-  std::vector<std::int64_t> bucket_elements;
-  bool adopt = true;  // whether one-parameter buckets adopt their gradient
-
-  // A bucket of one parameter adopts that parameter's gradient instead of copying it (see above),
-  // unless its f32 buffer must lie in shared memory (adopts_gradients); the performance model
-  // charges the copies by the same rule.
-  bool adopts_gradient(std::size_t bucket) const { return adopt && buckets[bucket].size() == 1; }
-};
-
-// Groups parameters (element counts in registration order) into buckets of at most
-// bucket_bytes of f32 (a larger parameter gets a bucket of its own), walking from the last
-// parameter to the first. bucket_bytes = 0 puts every parameter in its own bucket.
-BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t bucket_bytes, bool adopt = true);
 
 // The elements [first, second) of parameter `param` (of `numel` elements) whose sums rank `rank`
 // of `ranks` makes in a block-wise reduction of its bucket (shm; comm/algorithms/collective.h:
@@ -83,11 +66,6 @@ BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t b
 // second where they do not meet.
 std::pair<std::int64_t, std::int64_t> summed_slice(const BucketLayout& layout, std::size_t param, std::int64_t numel,
                                                    int rank, int ranks);
-
-// Whether one-parameter buckets adopt gradients for this allreduce: not when the allreduce runs
-// on the f32 bucket itself and that must lie in the ranks' shared memory (shm with f32 on the
-// wire: copying a gradient in costs one pass, staging it through shared memory two).
-bool adopts_gradients(comm::Algorithm algorithm, DType comm_dtype);
 
 // One region of `bytes` (zeroed, 64-byte aligned, alive as long as the buckets) for the buffers
 // the allreduce runs on: the f32 buckets, or the f16/bf16 wire buffers.

@@ -27,7 +27,7 @@ DataParallelUpdater::DataParallelUpdater(Module& model, Optimizer& optimizer, Co
   const int sets = config_.double_buffering ? 2 : 1;
   const double grad_scale = 1.0 / (static_cast<double>(worker_.communicator().size()) * config_.accumulate);
   // auto without a performance model's choice: shm where every rank is on one host (on the
-  // development VM 4-10x faster than the ring from 64 KiB to 64 MiB on 2 ranks, README), else the
+  // development VM 4-10x faster than the ring from 64 KiB to 64 MiB on 2 ranks, docs/results-distributed.md), else the
   // communicator's rule by bucket size.
   if (config_.algorithm == comm::Algorithm::kAuto && worker_.communicator().size() > 1) {
     worker_.run([this](comm::Communicator& c) {

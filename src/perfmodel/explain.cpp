@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "perfmodel/auto_choice.h"
 #include "perfmodel/report.h"
-#include "perfmodel/training_prediction.h"
+#include "perfmodel/training_plan.h"
 #include "perfmodel/workload.h"
 
 namespace dtrain::perf {
@@ -266,6 +266,42 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec,
   }
   e.text = s;
   return e;
+}
+
+nlohmann::json explanation_json(const Explanation& e) {
+  auto phases = [](const PhaseTimes& p) {
+    return nlohmann::json{
+        {"data", p.data}, {"forward", p.forward}, {"backward", p.backward}, {"comm", p.comm}, {"update", p.update}};
+  };
+  nlohmann::json j = {{"epochs_used", e.epochs_used},
+                      {"measured_step_s", e.measured_step},
+                      {"measured_s", phases(e.measured)},
+                      {"measured_other_s", e.measured_other},
+                      {"limit", e.limit}};
+  if (e.has_model) {
+    j["profile"] = e.profile;
+    j["predicted_step_s"] = e.predicted_step;
+    j["predicted_s"] = phases(e.predicted);
+    j["one_worker_step_s"] = e.one_worker_step;
+    j["comm_busy_s"] = e.comm_busy;
+    j["comm_latency_s"] = e.comm_latency;
+    j["comm_allreduce_s"] = e.comm_allreduce;
+    j["straggler_s"] = e.straggler;
+    j["buckets"] = e.buckets;
+  }
+  if (e.layers) {
+    nlohmann::json kinds = nlohmann::json::array();
+    for (const LayerTimes& k : e.layers->kinds) {
+      kinds.push_back({{"kind", k.kind}, {"phase", k.phase}, {"measured_s", k.measured}, {"predicted_s", k.predicted}});
+    }
+    j["layers"] = {{"rank_steps", e.layers->rank_steps},
+                   {"by_kind", kinds},
+                   {"measured_s", e.layers->measured_total()},
+                   {"predicted_s", e.layers->predicted_total()},
+                   {"unmatched_measured_s", e.layers->unmatched_measured},
+                   {"missing", e.layers->missing}};
+  }
+  return j;
 }
 
 }  // namespace dtrain::perf

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "core/phase_times.h"
 #include "perfmodel/layer_comparison.h"
-#include "train/phase_times.h"
 
 namespace dtrain::perf {
 
@@ -62,5 +62,9 @@ struct Explanation {
 // profile_spec: "" to use the prediction the log holds (if any). trace_path: "" for none, else the
 // run's Chrome trace, compared layer by layer with the model (which needs a profile: InputError).
 Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec, const std::string& trace_path = "");
+
+// What `dtrain explain --json` prints: the measured and predicted terms per step (seconds), what
+// limits scaling and, with a trace, the layers per kind; the model's terms only where it has them.
+nlohmann::json explanation_json(const Explanation& e);
 
 }  // namespace dtrain::perf

@@ -1,5 +1,5 @@
 // `dtrain predict --trace FILE`: the predicted timeline of a run (step_model.h's steady-state step,
-// repeated) in the Chrome trace format a measured run writes (train/trace_format.h,
+// repeated) in the Chrome trace format a measured run writes (core/trace_format.h,
 // `dtrain train --trace`), so that the two open side by side: the same lanes (compute,
 // communication, data loader), the same names (layer paths, "bucket k", "update", "wait for data",
 // "wait for gradients"; the model's own "wait for the slowest worker") and categories, one process per rank (every rank
@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/trace_format.h"
 #include "perfmodel/step_model.h"
-#include "train/trace_format.h"
 
 namespace dtrain::perf {
 

@@ -220,9 +220,13 @@ nlohmann::json profile_to_json(const Profile& p);
 //   NETWORK            the link between nodes: ib-fdr, eth-50g, ...
 // Later terms replace the parts earlier ones set. Throws InputError listing the valid names.
 Profile load_profile(const std::string& spec);
+// One profile JSON file, whatever its path looks like (never split at '+' nor taken for a built-in
+// name), named by its path as load_profile names one. Throws as load_profile does.
+Profile load_profile_file(const std::string& path);
 
 // The folder of built-in profiles: $DTRAIN_PROFILES, else the first `profiles` folder (with
-// devices/ and links/) found next to the executable or above it, or in ../share/dtrain.
+// devices/ and links/) found next to the executable or the library (the Python module) or above
+// them, or in ../share/dtrain/profiles from one of those folders.
 // Throws InputError saying how to point dtrain at it.
 std::string profile_library_dir();
 struct ProfileNames {

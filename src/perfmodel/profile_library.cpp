@@ -1,6 +1,7 @@
 // The built-in profiles (profiles/devices, profiles/links, profiles/networks) and the --profile
 // composition syntax: "8xp100-nvlink+eth-50g" is the p100 device, eight per node joined by the
 // P100's NVLink generation, nodes joined by 50 Gbit Ethernet.
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -79,17 +80,22 @@ std::vector<std::string> split_terms(const std::string& spec) {
   return terms;
 }
 
+// Applies a profile file's parts to `p`.
+void apply_file(const std::string& path, Parts& p) {
+  const ProfileFragment f = read_profile_file(path);
+  if (f.device) p.device = *f.device;
+  if (f.node) p.node = *f.node;
+  if (f.network) p.network = *f.network;
+  if (f.link) p.network = *f.link;  // a lone link in a composition joins the nodes
+  if (f.mpi_allreduce) p.mpi_allreduce = *f.mpi_allreduce;
+  if (f.shm_allreduce) p.shm_allreduce = *f.shm_allreduce;
+  if (!f.description.empty()) p.description = f.description;
+}
+
 // Applies one '+'-separated term to `p`.
 void apply_term(const std::string& term, Parts& p, const ProfileNames& names) {
   if (is_file_term(term)) {
-    const ProfileFragment f = read_profile_file(term);
-    if (f.device) p.device = *f.device;
-    if (f.node) p.node = *f.node;
-    if (f.network) p.network = *f.network;
-    if (f.link) p.network = *f.link;  // a lone link in a composition joins the nodes
-    if (f.mpi_allreduce) p.mpi_allreduce = *f.mpi_allreduce;
-    if (f.shm_allreduce) p.shm_allreduce = *f.shm_allreduce;
-    if (!f.description.empty()) p.description = f.description;
+    apply_file(term, p);
     return;
   }
   if (contains(names.networks, term)) {
@@ -134,6 +140,31 @@ void apply_term(const std::string& term, Parts& p, const ProfileNames& names) {
   throw InputError(fmt::format("unknown hardware '{}' in --profile; valid: {}", term, valid_names(names)));
 }
 
+// The profile the parts make, named `spec`, once they include a device and a node. names: the
+// built-in ones, or empty where only files were read (the error then lists them anyway).
+Profile whole_profile(const Parts& parts, const std::string& spec, const ProfileNames& names) {
+  if (!parts.device) {
+    throw InputError(
+        fmt::format("--profile '{}' names no device; add one in front, e.g. p100+{} (devices: {})", spec, spec,
+                    fmt::join(names.devices.empty() ? builtin_profile_names().devices : names.devices, ", ")));
+  }
+  if (!parts.node) {
+    throw InputError(
+        fmt::format("--profile '{}' has a device but no node (accelerators per node, intra-node link, "
+                    "disk); add a 'node' part to the file or use a built-in device such as 8xp100-nvlink",
+                    spec));
+  }
+  Profile p;
+  p.name = spec;
+  p.description = parts.description;
+  p.device = *parts.device;
+  p.node = *parts.node;
+  p.network = parts.network;
+  p.mpi_allreduce = parts.mpi_allreduce;
+  p.shm_allreduce = parts.shm_allreduce;
+  return p;
+}
+
 }  // namespace
 
 std::string profile_library_dir() {
@@ -145,18 +176,29 @@ std::string profile_library_dir() {
       }
       return std::string(env);
     }
+    // Searched from the executable (the dtrain command, a test) and from the file this code was
+    // loaded from (the Python module, whose executable is python3): in the build tree the sources'
+    // profiles/ lie above both, in an installed prefix P they are P/share/dtrain/profiles.
+    std::vector<fs::path> anchors;
     std::error_code ec;
-    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    for (fs::path d = exe.parent_path(); !ec && !d.empty(); d = d.parent_path()) {
-      if (is_library(d / "profiles")) return (d / "profiles").string();
-      if (is_library(d / "share/dtrain/profiles")) return (d / "share/dtrain/profiles").string();
-      if (d == d.root_path()) break;
+    if (fs::path exe = fs::read_symlink("/proc/self/exe", ec); !ec) anchors.push_back(exe);
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<const void*>(&profile_library_dir), &info) != 0 && info.dli_fname != nullptr) {
+      anchors.push_back(fs::absolute(info.dli_fname, ec));
+    }
+    for (const fs::path& anchor : anchors) {
+      for (fs::path d = anchor.parent_path(); !d.empty(); d = d.parent_path()) {
+        if (is_library(d / "profiles")) return (d / "profiles").string();
+        if (is_library(d / "share/dtrain/profiles")) return (d / "share/dtrain/profiles").string();
+        if (d == d.root_path()) break;
+      }
     }
     return std::string();
   }();
   if (dir.empty()) {
     throw InputError(
-        "the built-in hardware profiles were not found next to the dtrain executable or above it; set "
+        "the built-in hardware profiles were not found next to the dtrain executable or library or above "
+        "them; set "
         "DTRAIN_PROFILES to the profiles/ folder of the dtrain sources, or pass a profile JSON file to --profile");
   }
   return dir;
@@ -175,25 +217,13 @@ Profile load_profile(const std::string& spec) {
   const ProfileNames names = files_only ? ProfileNames{} : builtin_profile_names();
   Parts parts;
   for (const std::string& term : terms) apply_term(term, parts, names);
-  if (!parts.device) {
-    throw InputError(fmt::format("--profile '{}' names no device; add one in front, e.g. p100+{} (devices: {})", spec,
-                                 spec, fmt::join(files_only ? builtin_profile_names().devices : names.devices, ", ")));
-  }
-  if (!parts.node) {
-    throw InputError(
-        fmt::format("--profile '{}' has a device but no node (accelerators per node, intra-node link, "
-                    "disk); add a 'node' part to the file or use a built-in device such as 8xp100-nvlink",
-                    spec));
-  }
-  Profile p;
-  p.name = spec;
-  p.description = parts.description;
-  p.device = *parts.device;
-  p.node = *parts.node;
-  p.network = parts.network;
-  p.mpi_allreduce = parts.mpi_allreduce;
-  p.shm_allreduce = parts.shm_allreduce;
-  return p;
+  return whole_profile(parts, spec, names);
+}
+
+Profile load_profile_file(const std::string& path) {
+  Parts parts;
+  apply_file(path, parts);
+  return whole_profile(parts, path, ProfileNames{});
 }
 
 }  // namespace dtrain::perf

@@ -110,4 +110,11 @@ nlohmann::json runs_to_json(const std::vector<RunPrediction>& runs) {
   return j;
 }
 
+std::string describe_profile(const Profile& p) {
+  std::string s =
+      fmt::format("{}: {} x{} per node ({})", p.name, p.device.name, p.node.accelerators, p.node.intra_link.name);
+  s += p.network ? fmt::format(", nodes joined by {}", p.network->name) : ", one node";
+  return s;
+}
+
 }  // namespace dtrain::perf

@@ -23,4 +23,7 @@ nlohmann::json run_to_json(const RunPrediction& r);
 // {"runs": [...], "best": [{"workers", "exchange"}]}
 nlohmann::json runs_to_json(const std::vector<RunPrediction>& runs);
 
+// "p100+ib-fdr: NVIDIA P100 x1 per node (...), nodes joined by ...": a profile in one line.
+std::string describe_profile(const Profile& p);
+
 }  // namespace dtrain::perf

@@ -6,9 +6,9 @@
 #include <map>
 #include <optional>
 
-#include "comm/hosts.h"
+#include "comm/algorithm.h"
+#include "comm/bucket_plan.h"
 #include "core/error.h"
-#include "parallel/buckets.h"
 #include "perfmodel/allreduce_time.h"
 #include "perfmodel/layer_cost.h"
 #include "perfmodel/step_simulation.h"
@@ -209,7 +209,7 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   std::vector<std::int64_t> numels;
   for (const ParameterInfo& q : w.params) numels.push_back(q.numel);
   // With shm and f32 on the wire a bucket's buffer must lie in shared memory, so one-parameter
-  // buckets copy their gradient too (parallel/buckets.h: adopts_gradients).
+  // buckets copy their gradient too (comm/bucket_plan.h: adopts_gradients).
   const BucketLayout layout = plan_buckets(numels, c.bucket_bytes, adopts_gradients(c.algorithm, c.comm_dtype));
   // Item of the last backward that makes each parameter's gradient final.
   std::vector<std::size_t> final_item(w.params.size(), sim.items.empty() ? 0 : sim.items.size() - 1);

@@ -1,5 +1,5 @@
 // One training step of one worker, predicted phase by phase as the trainer measures it
-// (train/phase_times.h), with the timeline that produces it (Hashemi et al. 2016; Paleo, Qi et
+// (core/phase_times.h), with the timeline that produces it (Hashemi et al. 2016; Paleo, Qi et
 // al. 2017; the step semantics of parallel/data_parallel.h):
 //   - compute: each layer's forward and backward (layer_cost.h) for each of the K micro-batches
 //     of the worker's batch, then the optimizer update (parameters / update rate);
@@ -33,11 +33,11 @@
 #include <vector>
 
 #include "comm/algorithm.h"
+#include "core/phase_times.h"
 #include "perfmodel/parameter_server.h"
 #include "perfmodel/profile.h"
 #include "perfmodel/workload.h"
 #include "tensor/dtype.h"
-#include "train/phase_times.h"
 
 namespace dtrain::perf {
 
@@ -53,7 +53,7 @@ struct RunConfig {
   Sync sync = Sync::kBsp;
   DType comm_dtype = DType::kF32;
   std::size_t bucket_bytes = std::size_t{1} << 20;
-  // The collectives' largest message; 0: as dtrain chooses it by layout (comm/hosts.h), 1 MiB
+  // The collectives' largest message; 0: as dtrain chooses it by layout (comm/algorithm.h: chunk_bytes_for), 1 MiB
   // within a node and 32 KiB when the workers span nodes.
   std::size_t chunk_bytes = 0;
   bool double_buffering = false;

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "autograd/variable.h"
+#include "core/trace_format.h"
 #include "nn/module.h"
-#include "train/trace_format.h"
 #include "train/trace_hooks.h"
 #include "train/trainer.h"
 

@@ -4,10 +4,10 @@
 
 #include <cstdint>
 
+#include "core/phase_times.h"
 #include "data/loader.h"
 #include "nn/module.h"
 #include "optim/optimizer.h"
-#include "train/phase_times.h"
 
 namespace dtrain {
 

@@ -5,21 +5,6 @@ if(TARGET test_perfmodel)
                                                     DTRAIN_PROFILES_DIR="${PROJECT_SOURCE_DIR}/profiles")
 endif()
 
-# dtrain calibrate under mpirun, and train --profile / --allreduce auto / explain on its profile;
-# across two emulated hosts (tools/netns_hosts.sh) where namespaces can be made (else skipped).
-if(DTRAIN_MPI AND EXISTS "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")
-  find_package(Python3 COMPONENTS Interpreter REQUIRED)
-  set(script ${CMAKE_CURRENT_SOURCE_DIR}/perfmodel/calibrate_mpi_test.py)
-  add_test(NAME calibrate_mpi_same_host COMMAND ${Python3_EXECUTABLE} ${script} $<TARGET_FILE:dtrain_cli> same_host)
-  add_test(NAME calibrate_mpi_time_shared COMMAND ${Python3_EXECUTABLE} ${script} $<TARGET_FILE:dtrain_cli> time_shared)
-  set_tests_properties(calibrate_mpi_time_shared PROPERTIES LABELS "mpi;perfmodel" TIMEOUT 300)
-  add_test(NAME calibrate_netns_two_hosts COMMAND ${Python3_EXECUTABLE} ${script} $<TARGET_FILE:dtrain_cli> two_hosts
-                                                  ${PROJECT_SOURCE_DIR}/tools/netns_hosts.sh)
-  set_tests_properties(calibrate_mpi_same_host PROPERTIES LABELS "mpi;perfmodel" TIMEOUT 300)
-  set_tests_properties(calibrate_netns_two_hosts PROPERTIES LABELS "mpi;netns;perfmodel" SKIP_RETURN_CODE 77
-                                                            TIMEOUT 300)
-endif()
-
 # bench/validate_model.py's summaries (the table per layout and model, the rows over the target,
 # the measurement's repeatability) on rows whose errors are known; nothing is run or measured.
 find_package(Python3 COMPONENTS Interpreter REQUIRED)

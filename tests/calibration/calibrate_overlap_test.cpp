@@ -1,6 +1,6 @@
 // The compute share of calibrate_overlap.h from one rank's times: the rate compute keeps while an
 // exchange is in flight, where the communication thread sleeps between exchanges.
-#include "perfmodel/calibrate_overlap.h"
+#include "calibration/calibrate_overlap.h"
 
 #include <gtest/gtest.h>
 

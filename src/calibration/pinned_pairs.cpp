@@ -1,4 +1,4 @@
-#include "perfmodel/pinned_pairs.h"
+#include "calibration/pinned_pairs.h"
 
 #include <pthread.h>
 

@@ -90,7 +90,7 @@ struct TransportCalibration {
   std::vector<std::string> host_names;  // per host
   int ranks_per_host = 1;               // the most ranks on one host
   LinkMeasurement same_host, across_hosts;
-  double reduce = 0;  // bytes per second of f32 additions (1 / gamma), mean over ranks
+  double reduce = 0;                       // bytes per second of f32 additions (1 / gamma), mean over ranks
   double reduce_f16 = 0, reduce_bf16 = 0;  // the same of 16-bit additions
   // (bytes, seconds) of MPI_Allreduce over all ranks; empty for one rank or a transport without
   // a native allreduce.

@@ -141,7 +141,7 @@ def time_shared(dtrain):
             assert node["cores"]["value"] >= 2 and "turn_taking" not in node, node
             assert "taking turns " not in out, out
             # Four ranks on two CPUs: the kernel would place them as it likes, so each same-host
-            # pair is timed on a CPU of its own (perfmodel/pinned_pairs.h); the turns stay.
+            # pair is timed on a CPU of its own (calibration/pinned_pairs.h); the turns stay.
             out = run(["taskset", "-c", "0,1"] + MPIRUN + ["-np", "4", dtrain, "calibrate", *QUICK, "-o", profile])
             node = json.load(open(profile))["node"]
             assert node["cores"]["value"] == 2 and "turn_taking" in node, node

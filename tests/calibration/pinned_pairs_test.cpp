@@ -1,7 +1,7 @@
 // Pinning the same-host pairs while the calibration times their link: which CPU each pair takes,
 // when it pins at all, and that the thread's CPUs come back afterwards (allowed_cpus reads the
 // calling thread's mask).
-#include "perfmodel/pinned_pairs.h"
+#include "calibration/pinned_pairs.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "train/trace_format.h"
+#include "core/trace_format.h"
 
 #include <fmt/format.h>
 

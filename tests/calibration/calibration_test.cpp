@@ -1,7 +1,7 @@
 // dtrain calibrate: the profile it writes loads, validates and says where every number comes from;
 // the roofline rate it solves for reproduces its measurements; the optional overlap part of the
 // schema is checked like the rest.
-#include "perfmodel/calibration.h"
+#include "calibration/calibration.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -12,15 +12,15 @@
 #include <fstream>
 #include <map>
 
+#include "calibration/calibrate_compute.h"
 #include "comm/local_transport.h"
 #include "core/error.h"
 #include "nn/models/models.h"
 #include "perfmodel/allreduce_time.h"
-#include "perfmodel/calibrate_compute.h"
 #include "perfmodel/layer_trace.h"
+#include "perfmodel/perfmodel_test_util.h"
 #include "perfmodel/step_model.h"
 #include "perfmodel/straggler.h"
-#include "perfmodel_test_util.h"
 
 namespace dtrain::perf {
 namespace {

@@ -1,4 +1,4 @@
-#include "perfmodel/calibrate_compute.h"
+#include "calibration/calibrate_compute.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "perfmodel/calibration.h"
+#include "calibration/calibration.h"
 
 #include <fmt/format.h>
 #include <sched.h>
@@ -16,13 +16,14 @@
 #include <tuple>
 #include <utility>
 
+#include "calibration/calibrate_overlap.h"
 #include "comm/algorithm.h"
 #include "comm/hosts.h"
 #include "core/core_round_trip.h"
 #include "core/error.h"
 #include "core/timer.h"
+#include "nn/models/models.h"
 #include "parallel/core_probe.h"
-#include "perfmodel/calibrate_overlap.h"
 #include "perfmodel/report.h"
 #include "perfmodel/straggler.h"
 #include "perfmodel/timing_stats.h"
@@ -165,6 +166,21 @@ class LockstepBlocks {
 };
 
 }  // namespace
+
+void check_calibration_options(const CalibrationOptions& o) {
+  const auto& valid = model_names();
+  for (const std::string& m : o.device.models) {
+    if (std::find(valid.begin(), valid.end(), m) == valid.end()) {
+      throw InputError(fmt::format("unknown model '{}' in --models; valid: {}", m, fmt::join(valid, ", ")));
+    }
+  }
+  if (o.min_seconds <= 0) throw InputError(fmt::format("--min-seconds must be > 0, got {}", o.min_seconds));
+  if (o.threads < 1) throw InputError(fmt::format("--threads must be at least 1, got {}", o.threads));
+  if (o.device.batch < 1) throw InputError(fmt::format("--batch must be at least 1, got {}", o.device.batch));
+  if (o.device.rounds < 1 || o.device.rounds > 100) {
+    throw InputError(fmt::format("--rounds must be 1 to 100, got {}", o.device.rounds));
+  }
+}
 
 Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   Stopwatch sw;

@@ -1,4 +1,4 @@
-#include "train/phase_times.h"
+#include "core/phase_times.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 // What `dtrain train --profile FILE` adds to a run: the model's prediction of the very run being
 // trained (its layers, its ranks, batch, algorithm, wire type, buckets, double buffering and
-// accumulation), "auto" settings resolved by it (auto_choice.h), and an extension that prints
+// accumulation), "auto" settings resolved by it (perfmodel/auto_choice.h), and an extension that prints
 // predicted beside measured time per step at each epoch's end and logs both.
 //
 // In the metrics log, the config record gains "profile" (its name and file), "predicted" (the
@@ -9,39 +9,14 @@
 // its steps, evaluation excluded). `dtrain explain` reads them back.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "parallel/data_parallel.h"
-#include "perfmodel/auto_choice.h"
-#include "perfmodel/profile.h"
-#include "perfmodel/step_model.h"
+#include "perfmodel/training_plan.h"
 #include "train/trainer.h"
 
 namespace dtrain::perf {
-
-// The step prediction as the log keeps it: step_s, compute_s, comm_s, comm_allreduce_s,
-// comm_latency_s, straggler_s, data_s, bottleneck, phases_s {data, forward, backward, comm
-// (straggler_s included), update}, buckets.
-nlohmann::json prediction_json(const StepPrediction& s);
-// Back from the log (fields absent in older logs are 0).
-StepPrediction prediction_from_json(const nlohmann::json& j);
-
-struct TrainingPlan {
-  Profile profile;
-  std::string profile_spec;
-  RunConfig config;  // with "auto" resolved
-  StepPrediction prediction;
-  std::optional<AutoChoice> choice;   // when something was "auto"
-  nlohmann::json log_fields() const;  // profile, predicted, auto: merged into the config record
-};
-
-// Loads the profile, describes the model and predicts; chooses the algorithm when
-// choose_algorithm and the bucket size when choose_bucket. Data come from memory (the loader of
-// dtrain train holds the dataset in RAM), so no disk bytes are charged.
-TrainingPlan plan_training(const std::string& profile_spec, Module& model, const Shape& sample_shape,
-                           const std::string& model_name, RunConfig config, bool choose_algorithm, bool choose_bucket);
 
 // dtrain train's call: nothing when `profile_spec` is empty; otherwise the plan of `workers` ranks
 // training with `dp`, choosing the algorithm when auto_algorithm and the bucket size when

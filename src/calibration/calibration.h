@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
+#include "calibration/calibrate_compute.h"
+#include "calibration/calibrate_overlap.h"
+#include "calibration/calibrate_transport.h"
 #include "parallel/comm_worker.h"
-#include "perfmodel/calibrate_compute.h"
-#include "perfmodel/calibrate_overlap.h"
-#include "perfmodel/calibrate_transport.h"
 #include "perfmodel/profile.h"
 
 namespace dtrain::perf {
@@ -72,6 +72,10 @@ struct Calibration {
   std::size_t lockstep_steps = 0;  // per rank, over all blocks
   CalibrationOptions options;
 };
+
+// Throws InputError, naming dtrain calibrate's flag, for an unknown model, a --min-seconds not
+// above 0, or threads, batch or rounds out of range.
+void check_calibration_options(const CalibrationOptions& options);
 
 // A collective over the worker's ranks (worker null: one process, no transport measured).
 Calibration calibrate(CommWorker* worker, CalibrationOptions options);

@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "calibration/calibrate_compute.h"
 #include "parallel/comm_worker.h"
-#include "perfmodel/calibrate_compute.h"
 
 namespace dtrain::perf {
 

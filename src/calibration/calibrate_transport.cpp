@@ -1,4 +1,4 @@
-#include "perfmodel/calibrate_transport.h"
+#include "calibration/calibrate_transport.h"
 
 #include <fmt/format.h>
 
@@ -12,13 +12,13 @@
 #include <span>
 #include <thread>
 
+#include "calibration/pinned_pairs.h"
 #include "comm/algorithms/collective.h"
 #include "comm/hosts.h"
 #include "comm/message_buffer.h"
 #include "comm/reduce.h"
 #include "core/error.h"
 #include "core/timer.h"
-#include "perfmodel/pinned_pairs.h"
 #include "perfmodel/report.h"
 #include "perfmodel/timing_stats.h"
 

@@ -1,4 +1,4 @@
-#include "perfmodel/calibrate_overlap.h"
+#include "calibration/calibrate_overlap.h"
 
 #include <fmt/format.h>
 
@@ -8,10 +8,10 @@
 #include <functional>
 #include <string>
 
+#include "calibration/calibrate_transport.h"
 #include "comm/message_buffer.h"
 #include "core/error.h"
 #include "core/timer.h"
-#include "perfmodel/calibrate_transport.h"
 
 namespace dtrain::perf {
 namespace {

@@ -95,10 +95,10 @@ struct DeviceCalibration {
   double update = 0;                                   // parameters/s
   double disk_read = 0;                                // bytes/s of this process
   std::vector<ShapeTiming> timings;
-  std::vector<double> step_seconds;  // the timed compute steps, in order
-  double step_variation = 0;         // robust std / median of step_seconds
-  std::size_t gradient_bytes = 0;    // the gradient copy's size
-  double gradient_copy = 0;          // bytes/s
+  std::vector<double> step_seconds;    // the timed compute steps, in order
+  double step_variation = 0;           // robust std / median of step_seconds
+  std::size_t gradient_bytes = 0;      // the gradient copy's size
+  double gradient_copy = 0;            // bytes/s
   double cast_f16 = 0, cast_bf16 = 0;  // f32 elements/s cast to the format and back
 };
 

@@ -1,0 +1,55 @@
+// `dtrain predict`'s question and answer as data: a model, a dataset and a profile, the worker
+// counts and exchanges to compare (the query, in the flags' own terms), and the predictions of
+// every configuration with their JSON form. The command (apps/dtrain/predict.cpp) and the Python
+// module (python/) both answer through these functions, so their rows and errors cannot differ.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "perfmodel/profile.h"
+#include "perfmodel/run_model.h"
+#include "perfmodel/workload.h"
+
+namespace dtrain::perf {
+
+// The flags of `dtrain predict` that shape the prediction, with the command's defaults.
+struct ScalingQuery {
+  std::string model = "resnet50";
+  std::string dataset = "imagenet";
+  std::string workers = "1,8,64,256,1024";  // comma-separated, as --workers
+  std::int64_t batch_per_worker = 32;
+  std::string profile;  // the --profile text (unused when a loaded profile is given)
+  std::string sync = "bsp";
+  std::string allreduce = "ring";  // comma-separated exchanges, as --allreduce
+  bool allreduce_given = false;    // false: with ssp or asp the exchange becomes "ps"
+  int servers = 1;
+  int epochs = 90;
+  std::string comm_dtype = "f32";
+  double bucket_mb = 1.0;
+  bool double_buffering = false;
+  int accumulate = 1;
+  bool hierarchical = false;
+};
+
+struct ScalingPrediction {
+  Workload workload;
+  DatasetInfo dataset;
+  Profile profile;
+  Sync sync = Sync::kBsp;
+  // Per worker count (in the query's order) one row per exchange; one worker once.
+  std::vector<RunPrediction> runs;
+};
+
+// Every configuration of the query. Throws InputError with the message of the flag at fault.
+ScalingPrediction predict_scaling(const ScalingQuery& q);
+// The same on a profile already loaded (q.profile unused).
+ScalingPrediction predict_scaling(const ScalingQuery& q, const Profile& profile);
+
+// What `dtrain predict --json` prints: runs_to_json's {"runs", "best"} with the model, its
+// parameter count, the dataset and the profile (in the schema).
+nlohmann::json scaling_json(const ScalingQuery& q, const ScalingPrediction& p);
+
+}  // namespace dtrain::perf
