@@ -7,6 +7,7 @@
 #include "apps/dtrain/checkpoint_flags.h"
 #include "apps/dtrain/commands.h"
 #include "apps/dtrain/distributed.h"
+#include "apps/dtrain/slowdown_flags.h"
 #include "calibration/training_prediction.h"
 #include "comm/agreement.h"
 #include "core/threads.h"
@@ -56,6 +57,7 @@ struct TrainOptions {
   std::string trace;    // Chrome trace of a window of steps (train/trace_recorder.h)
   std::int64_t trace_steps = 10;
   CheckpointFlags checkpoint;
+  SlowdownFlags slowdown;
 };
 
 // Every rank's string on every rank, through the communication thread (for the trace).
@@ -237,9 +239,13 @@ int run_train(TrainOptions o) {
   auto checkpointer = make_checkpointer(o.checkpoint, *model, *optimizer, group, config, sampler.batches_per_epoch(),
                                         o.double_buffering);
 
+  const SlowdownConfig slowdown = slowdown_config(o.slowdown, group.size, o.seed);
+  if (slowdown.active()) config["slowdown"] = slowdown_json(slowdown);
   std::unique_ptr<Updater> updater;
+  DataParallelUpdater* data_parallel = nullptr;
   if (group.active()) {
     auto dpu = std::make_unique<DataParallelUpdater>(*model, *optimizer, *group.worker, dp);
+    data_parallel = dpu.get();
     if (dp.algorithm == comm::Algorithm::kAuto && dpu->algorithm() == comm::Algorithm::kShm) {
       if (leader) fmt::print("--allreduce auto: shm (every rank on one host, sharing memory)\n");
       config["allreduce_chosen"] = "shm";  // for dtrain explain (after the checkpointer took its copy)
@@ -251,6 +257,7 @@ int run_train(TrainOptions o) {
     }
     updater = std::make_unique<StandardUpdater>(*model, *optimizer);
   }
+  updater = with_slowdown(std::move(updater), slowdown, group.rank);
   // After the data-parallel updater, whose start-up broadcast of rank 0's batch-norm statistics
   // would otherwise overwrite the other ranks' restored ones.
   const std::int64_t start = checkpointer && o.checkpoint.resume ? checkpointer->resume() : 0;
@@ -269,7 +276,7 @@ int run_train(TrainOptions o) {
     auto recorder = std::make_unique<TraceRecorder>(*model, group.rank, 1, o.trace_steps);
     tracer = recorder.get();
     tracer->install();
-    if (auto* dpu = dynamic_cast<DataParallelUpdater*>(updater.get())) dpu->set_observer(tracer);
+    if (data_parallel != nullptr) data_parallel->set_observer(tracer);
     trainer.add_extension(std::move(recorder));
   }
   LogReport* log = nullptr;
@@ -394,6 +401,7 @@ Action register_train(CLI::App& app) {
       ->capture_default_str();
   add_chunk_flag(*t, o->chunk_kb);
   add_checkpoint_flags(*t, o->checkpoint);
+  add_slowdown_flags(*t, o->slowdown);
   return [t, o, momentum]() {
     if (!t->parsed()) return -1;
     o->momentum_given = momentum->count() > 0;

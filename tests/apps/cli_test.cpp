@@ -169,6 +169,35 @@ TEST(Cli, SameSeedSameRun) {
   EXPECT_EQ(last(a)["test_loss"], last(b)["test_loss"]);
 }
 
+TEST(Cli, StragglerFlagsAreCheckedAndLogged) {
+  EXPECT_NE(run("train --help").output.find("--slow-factor"), std::string::npos);
+  if (!has_fashion_mnist()) GTEST_SKIP() << "needs Debian's dataset-fashion-mnist package";
+  CommandResult r = run("train --model mlp --limit 256 --epochs 1 --log '' --slow-rank 1");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--slow-rank 1 is not a worker: give 0..0"), std::string::npos) << r.output;
+  r = run("train --model mlp --limit 256 --epochs 1 --log '' --slow-mode random --slow-prob 2");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--slow-prob 2 is not in (0, 1]"), std::string::npos) << r.output;
+  r = run("train --model mlp --limit 256 --epochs 1 --log '' --slow-mode random --slow-rank 0");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--slow-rank goes with --slow-mode persistent"), std::string::npos) << r.output;
+  const std::string log = ::testing::TempDir() + "/dtrain-slow.jsonl";
+  r = run("train --model mlp --limit 1024 --epochs 1 --threads 1 --slow-rank 0 --slow-factor 3 --log " + log);
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::ifstream in(log);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  const nlohmann::json config = nlohmann::json::parse(line);
+  EXPECT_EQ(config["slowdown"]["mode"], "persistent");
+  EXPECT_EQ(config["slowdown"]["rank"], 0);
+  EXPECT_EQ(config["slowdown"]["factor"], 3.0);
+  ASSERT_TRUE(std::getline(in, line));
+  const nlohmann::json epoch = nlohmann::json::parse(line);
+  // Every step but the first sleeps twice the compute of the step before, counted as forward.
+  const nlohmann::json& t = epoch["time"];
+  EXPECT_GT(t["forward"].get<double>(), 1.5 * (t["backward"].get<double>() + t["update"].get<double>()));
+}
+
 TEST(Example, ReadmeExampleTrains) {
   if (!has_fashion_mnist()) GTEST_SKIP() << "needs Debian's dataset-fashion-mnist package";
   const std::string cmd = std::string(DTRAIN_EXAMPLE) + " /usr/share/datasets/fashion-mnist 1 8192 2>&1";
