@@ -115,6 +115,10 @@ int run_predict(const PredictOptions& o) {
   if (q.allreduce.find("ps") != std::string::npos || prediction.sync != perf::Sync::kBsp) {
     fmt::print(", {} parameter-server shard(s)", q.servers);
   }
+  if (prediction.sync == perf::Sync::kSsp) fmt::print(", staleness {}", q.staleness);
+  if (q.slow_mode == "persistent") fmt::print(", one worker {}x slower", q.slow_factor);
+  if (q.slow_mode == "random")
+    fmt::print(", each worker-step {}x slower with probability {}", q.slow_factor, q.slow_prob);
   fmt::print(", {} epochs\n\n{}", q.epochs, perf::format_table(runs));
   if (o.breakdown) print_breakdown(workload, profile, q.batch_per_worker / q.accumulate, runs);
   if (!o.plot.empty()) fmt::print("scaling chart: {}\n", o.plot);
@@ -144,6 +148,14 @@ Action register_predict(CLI::App& app) {
                     "Exchanges to compare, comma-separated: ring, tree, butterfly, onetoall, mpi, shm, auto, ps")
           ->capture_default_str();
   p->add_option("--servers", o->query.servers, "Parameter-server shards (with --allreduce ps)")->capture_default_str();
+  p->add_option("--staleness", o->query.staleness, "--sync ssp: the staleness bound S in clocks")
+      ->capture_default_str();
+  p->add_option("--slow-mode", o->query.slow_mode,
+                "Workers slowed on purpose, as dtrain train's --slow-*: persistent (one worker at every step) or "
+                "random (each worker-step with probability --slow-prob); priced per rule (bsp and allreduce wait "
+                "for the slowest, ssp within its bound, asp never)");
+  p->add_option("--slow-factor", o->query.slow_factor, "How much slower a slowed step is")->capture_default_str();
+  p->add_option("--slow-prob", o->query.slow_prob, "--slow-mode random: the chance a worker-step is slowed");
   p->add_option("--epochs", o->query.epochs, "Epochs to predict")->capture_default_str();
   p->add_option("--comm-dtype", o->query.comm_dtype, "Gradient type on the wire: f32, f16 or bf16")
       ->capture_default_str();

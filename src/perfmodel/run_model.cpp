@@ -44,6 +44,7 @@ RunPrediction predict_run(const Workload& w, const DatasetInfo& dataset, const P
   one.exchange = Exchange::kAllreduce;  // one worker trains alone: no servers, no allreduce
   one.sync = Sync::kBsp;
   one.double_buffering = false;
+  one.slowdown = WorkerSpeeds{};  // the baseline is one worker at its normal speed
   const std::int64_t one_steps = dataset.train_samples / c.batch_per_worker;
   const StepPrediction alone = predict_step(w, profile, one);
   r.single_worker_epoch_seconds = static_cast<double>(one_steps) * alone.step + eval_seconds(alone, dataset, one);

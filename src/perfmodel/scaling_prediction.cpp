@@ -58,6 +58,18 @@ std::vector<RunConfig> configurations(const ScalingQuery& q, const std::string& 
   base.double_buffering = q.double_buffering;
   base.accumulate = q.accumulate;
   base.hierarchical = q.hierarchical;
+  base.staleness = q.staleness;
+  if (q.slow_mode.empty() || q.slow_mode == "none") {
+    if (q.slow_prob != 0) throw InputError("--slow-prob goes with --slow-mode random");
+  } else if (q.slow_mode == "persistent" || q.slow_mode == "random") {
+    const bool random = q.slow_mode == "random";
+    if (!random && q.slow_prob != 0) throw InputError("--slow-prob goes with --slow-mode random");
+    base.slowdown.straggler = random ? WorkerSpeeds::Straggler::kRandom : WorkerSpeeds::Straggler::kPersistent;
+    base.slowdown.factor = q.slow_factor;
+    base.slowdown.probability = q.slow_prob;
+  } else {
+    throw InputError(fmt::format("unknown --slow-mode '{}'; valid: none, persistent, random", q.slow_mode));
+  }
   std::vector<RunConfig> out;
   for (const std::string& name : split_commas(exchanges)) {
     RunConfig c = base;

@@ -85,24 +85,48 @@ double synchronization_wait(const Profile& p, int workers, double compute, std::
   return straggler_wait(compute, p.device.variation(), workers);
 }
 
+// The time per step that workers slowed on purpose add under the run's rule (sync_rules.h): W
+// gradients take W / rate steps of compute instead of one each; allreduce and BSP wait for the
+// slowest every step, SSP within its bound, ASP never. 0 when no worker is slowed.
+double slowdown_wait(const RunConfig& c, double compute) {
+  if (c.slowdown.straggler == WorkerSpeeds::Straggler::kNone || c.slowdown.factor <= 1.0) return 0;
+  WorkerSpeeds s = c.slowdown;
+  s.workers = c.workers;
+  s.jitter = 0;
+  s.slow_worker = 0;  // which worker is slow does not change the rate
+  const int staleness = c.exchange == Exchange::kAllreduce || c.sync == Sync::kBsp ? 0
+                        : c.sync == Sync::kSsp                                     ? c.staleness
+                                                                                   : kUnboundedStaleness;
+  // About 4 million worker-steps at most: enough clocks for the rate, bounded for large runs.
+  const int clocks = std::clamp(4'000'000 / std::max(1, c.workers), 50, 2000);
+  return compute * (c.workers / sync_rule_rate(s, staleness, clocks) - 1.0);
+}
+
 StepPrediction predict_parameter_server(const Workload& w, const Profile& p, const RunConfig& c,
                                         const ComputePlan& plan, double data) {
   StepPrediction s;
   const double k = c.accumulate;
   const double fwd = k * plan.forward, bwd = k * plan.backward;
-  const ServerTime t =
-      parameter_server_time({c.workers, c.servers, c.sync, c.comm_dtype}, w.total_params(), fwd + bwd, p);
+  // Slowed workers stretch the workers' period before the servers' bound applies (ASP, SSP).
+  const ServerPlan plan_ps{c.workers, c.servers, c.sync, c.comm_dtype};
+  const double slowed_compute = slowdown_wait(c, fwd + bwd);
+  const ServerTime t = parameter_server_time(plan_ps, w.total_params(), fwd + bwd + slowed_compute, p);
+  // What the slowdown adds to the step: nothing where the servers bound it anyway (ASP, SSP).
+  const double slowed =
+      slowed_compute > 0 ? t.step - parameter_server_time(plan_ps, w.total_params(), fwd + bwd, p).step : 0;
   s.compute = fwd + bwd;
   s.comm = t.push + t.pull + t.server_update;
   s.comm_allreduce = t.push + t.pull;
   // BSP: the servers wait for every push, so the step waits for the slowest worker's.
-  s.straggler = c.sync == Sync::kBsp ? synchronization_wait(p, c.workers, s.compute, std::nullopt) : 0;
+  const double natural = c.sync == Sync::kBsp ? synchronization_wait(p, c.workers, s.compute, std::nullopt) : 0;
+  s.straggler = natural + slowed;
   s.turns = ranks_take_turns(p, c.workers);
-  const double period = t.step + s.straggler;
+  const double period = t.step + natural;
   const double exposed_data = std::max(0.0, data - period);
   s.step = period + exposed_data;
   s.data = data;
-  s.phases = {exposed_data, fwd, bwd, t.exposed + s.straggler, 0};
+  // The workers' wait: the step less their own compute (t.step holds the slowdown's share).
+  s.phases = {exposed_data, fwd, bwd, t.step - s.compute + natural, 0};
   add_compute_events(w, plan, c.accumulate, exposed_data, s);
   double at = exposed_data + fwd + bwd;
   if (s.straggler > 0) {
@@ -132,6 +156,17 @@ void validate(const RunConfig& c) {
     throw InputError("--comm-dtype must be f32, f16 or bf16");
   }
   if (c.servers < 1) throw InputError(fmt::format("--servers must be >= 1, got {}", c.servers));
+  if (c.staleness < 0) throw InputError(fmt::format("--staleness must be >= 0, got {}", c.staleness));
+  if (c.slowdown.straggler != WorkerSpeeds::Straggler::kNone) {
+    if (!(c.slowdown.factor >= 1.0)) {
+      throw InputError(fmt::format("--slow-factor {} is below 1: a slowed step takes factor x its compute, e.g. 2",
+                                   c.slowdown.factor));
+    }
+    if (c.slowdown.straggler == WorkerSpeeds::Straggler::kRandom &&
+        !(c.slowdown.probability > 0 && c.slowdown.probability <= 1)) {
+      throw InputError(fmt::format("--slow-prob {} is not in (0, 1]", c.slowdown.probability));
+    }
+  }
   if (c.exchange == Exchange::kAllreduce && c.sync != Sync::kBsp) {
     throw InputError(fmt::format("--sync {} applies to the parameter server only; use --allreduce ps, or --sync bsp",
                                  sync_name(c.sync)));
@@ -319,7 +354,8 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
     tail = 0.0;
     for (double e : r.bucket_end) tail = std::max(*tail, e - r.backward_end);
   }
-  s.straggler = synchronization_wait(p, c.workers, s.compute, tail, c.algorithm == comm::Algorithm::kShm);
+  s.straggler = synchronization_wait(p, c.workers, s.compute, tail, c.algorithm == comm::Algorithm::kShm) +
+                slowdown_wait(c, s.compute);
   s.turns = ranks_take_turns(p, c.workers);
   const double period = r.period + s.straggler;
   const double exposed_data = std::max(0.0, data - period);

@@ -36,6 +36,7 @@
 #include "core/phase_times.h"
 #include "perfmodel/parameter_server.h"
 #include "perfmodel/profile.h"
+#include "perfmodel/sync_rules.h"
 #include "perfmodel/workload.h"
 #include "tensor/dtype.h"
 
@@ -59,6 +60,10 @@ struct RunConfig {
   bool double_buffering = false;
   int accumulate = 1;
   double disk_bytes_per_sample = 0;
+  int staleness = 3;  // SSP's bound S (sync kSsp)
+  // Workers slowed on purpose (dtrain train --slow-*); its `workers` and `jitter` are ignored:
+  // the run's workers are slowed, and their natural variation is the profile's (straggler.h).
+  WorkerSpeeds slowdown;
 };
 // Throws InputError naming the bad setting and what is valid.
 void validate(const RunConfig& c);
