@@ -1,0 +1,75 @@
+// The parameter-server protocol: which ranks serve, the consistency modes, and the messages.
+//
+// Ranks: W workers are ranks 0..W-1 (worker w is rank w, so rank 0 trains, logs and evaluates as
+// in every other mode), K servers are ranks W..W+K-1; server k holds piece k of the flat
+// parameters (ps/sharding.h) and its optimizer state.
+//
+// Messages, each between one worker and one server, on tags of their own (above every
+// collective's, comm/communicator.cpp), every byte count fixed by the shard's size:
+//   init     worker 0 -> server k   shard k of the initial parameters (f32), once
+//   push     worker -> server       PushHeader + the worker's gradient of shard k (f32)
+//   request  worker -> server       PullRequest: "weights for clock c", or "done after n pushes"
+//   weights  server -> worker       shard k of the weights (f32), the answer to a request
+// A worker's step at clock c is: push the gradient of clock c to every server, then request clock
+// c + 1 from every server and wait for the weights; the server answers when the gate
+// (ps/clock_gate.h) opens. Messages of one kind between two ranks arrive in the order sent, so a
+// server sees a worker's pushes in clock order; a request may overtake the push before it, which
+// the gate's read-my-writes condition absorbs.
+//
+// Cost per worker step with K servers and N parameters (alpha: latency, beta: time per byte):
+// 2K messages out and K in, 4N bytes pushed and 4N pulled in all, so 2K alpha + 8N beta at the
+// worker; each server receives 4N/K bytes from each of the W workers and sends as many back,
+// 2 W alpha + 8 W N / K beta, which is why K servers share the load.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dtrain::ps {
+
+enum class SyncMode { kBsp, kSsp, kAsp };
+
+std::string_view sync_mode_name(SyncMode mode);
+// "bsp", "ssp" or "asp"; InputError listing them otherwise.
+SyncMode parse_sync_mode(std::string_view name);
+
+struct PsConfig {
+  int workers = 1;
+  int servers = 1;
+  SyncMode sync = SyncMode::kBsp;
+  // SSP's bound S in clocks (BSP is 0 and ASP unbounded whatever this says).
+  std::int64_t staleness = 0;
+  // Seconds a worker waits for an answer, and a server without any message, before a CommError
+  // names the silent ranks; 0 waits forever.
+  double timeout_seconds = 300;
+
+  // The gate's S: 0, staleness, or ClockGate::kUnbounded.
+  std::int64_t gate_staleness() const;
+  int world_size() const { return workers + servers; }
+  bool is_server(int rank) const { return rank >= workers; }
+  int server_rank(int k) const { return workers + k; }
+  int server_index(int rank) const { return rank - workers; }
+  // InputError for a layout or value that cannot run, or one that disagrees with `world_size`.
+  void validate(int world_size) const;
+};
+
+inline constexpr int kTagInit = 20001;
+inline constexpr int kTagPush = 20002;
+inline constexpr int kTagRequest = 20003;
+inline constexpr int kTagWeights = 20004;
+
+struct PushHeader {
+  std::int64_t clock = 0;  // the clock of the weights the gradient was computed from
+  double lr = 0;           // the worker's learning rate for this step (schedules live on workers)
+};
+static_assert(sizeof(PushHeader) == 16);
+
+struct PullRequest {
+  static constexpr std::int64_t kDone = -1;
+  std::int64_t clock = 0;   // the clock wanted, or kDone
+  std::int64_t pushes = 0;  // with kDone: how many pushes this worker made in all
+};
+static_assert(sizeof(PullRequest) == 16);
+
+}  // namespace dtrain::ps

@@ -1,0 +1,95 @@
+#include "ps/ps_worker.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <utility>
+
+#include "core/error.h"
+
+namespace dtrain::ps {
+namespace {
+
+constexpr std::size_t kPushHeaderFloats = sizeof(PushHeader) / sizeof(float);
+
+}  // namespace
+
+PsWorker::PsWorker(comm::Transport& transport, const PsConfig& config, std::vector<std::int64_t> tensor_sizes)
+    : transport_(transport), config_(config), sharding_(std::move(tensor_sizes), config.servers) {
+  config_.validate(transport.size());
+  DT_CHECK(!config_.is_server(transport.rank()), "rank {} is a server, not a worker", transport.rank());
+  if (sharding_.total() < config_.servers) {
+    throw InputError(fmt::format("{} parameter servers for {} parameters: every server needs at least one",
+                                 config_.servers, sharding_.total()));
+  }
+  for (int k = 0; k < config_.servers; ++k) {
+    const auto n = static_cast<std::size_t>(sharding_.range(k).size());
+    push_buf_.emplace_back(kPushHeaderFloats + n);
+    weight_buf_.emplace_back(n);
+  }
+  request_buf_.resize(static_cast<std::size_t>(config_.servers));
+}
+
+PsWorker::~PsWorker() {
+  if (!started_ || finished_) return;
+  try {
+    finish();
+  } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): the servers report the silence
+  }
+}
+
+void PsWorker::pull(std::span<float* const> params, std::vector<comm::Request>& pending) {
+  for (int k = 0; k < config_.servers; ++k) {
+    const auto i = static_cast<std::size_t>(k);
+    request_buf_[i] = PullRequest{clock_, 0};
+    pending.push_back(transport_.isend(&request_buf_[i], sizeof(PullRequest), config_.server_rank(k), kTagRequest));
+    pending.push_back(transport_.irecv(weight_buf_[i].data(), weight_buf_[i].size() * sizeof(float),
+                                       config_.server_rank(k), kTagWeights));
+  }
+  transport_.waitall(pending, deadline(), fmt::format("parameter-server pull of clock {}", clock_));
+  pending.clear();
+  for (int k = 0; k < config_.servers; ++k) sharding_.scatter(k, weight_buf_[static_cast<std::size_t>(k)], params);
+}
+
+void PsWorker::start(std::span<float* const> params) {
+  DT_CHECK(!started_, "PsWorker::start called twice");
+  started_ = true;
+  if (transport_.rank() == 0) {
+    for (int k = 0; k < config_.servers; ++k) {
+      auto& buf = weight_buf_[static_cast<std::size_t>(k)];
+      std::vector<const float*> from(params.begin(), params.end());
+      sharding_.gather(k, from, buf);
+      pending_.push_back(transport_.isend(buf.data(), buf.size() * sizeof(float), config_.server_rank(k), kTagInit));
+    }
+    transport_.waitall(pending_, deadline(), "parameter-server initial weights");
+    pending_.clear();
+  }
+  pull(params, pending_);
+}
+
+void PsWorker::step(std::span<const float* const> grads, double lr, std::span<float* const> params) {
+  DT_CHECK(started_ && !finished_, "PsWorker::step before start() or after finish()");
+  for (int k = 0; k < config_.servers; ++k) {
+    auto& buf = push_buf_[static_cast<std::size_t>(k)];
+    const PushHeader h{clock_, lr};
+    std::memcpy(buf.data(), &h, sizeof h);
+    sharding_.gather(k, grads, std::span<float>(buf).subspan(kPushHeaderFloats));
+    pending_.push_back(transport_.isend(buf.data(), buf.size() * sizeof(float), config_.server_rank(k), kTagPush));
+  }
+  ++clock_;
+  pull(params, pending_);
+}
+
+void PsWorker::finish() {
+  if (finished_) return;
+  finished_ = true;
+  for (int k = 0; k < config_.servers; ++k) {
+    const auto i = static_cast<std::size_t>(k);
+    request_buf_[i] = PullRequest{PullRequest::kDone, clock_};
+    pending_.push_back(transport_.isend(&request_buf_[i], sizeof(PullRequest), config_.server_rank(k), kTagRequest));
+  }
+  transport_.waitall(pending_, deadline(), "parameter-server done");
+  pending_.clear();
+}
+
+}  // namespace dtrain::ps

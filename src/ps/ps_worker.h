@@ -1,0 +1,64 @@
+// The worker's side of the parameter-server protocol (ps/protocol.h): it cuts its gradients into
+// the servers' shards and pushes them, and pulls the shards' weights back into its parameters.
+//
+// start() (once): worker 0 sends its parameters to the servers as their initial weights, then
+// every worker pulls clock 0, so all begin from the same weights. step() at clock c: push the
+// gradient of clock c to every server (with the step's learning rate, since schedules run on the
+// workers), request clock c + 1 from every server and wait for every shard's weights; the wait is
+// the gate's (BSP: until every worker pushed clock c; SSP: until the slowest is within S clocks;
+// ASP: only until this worker's own push is applied). finish() tells the servers this worker
+// pushes no more, so they stop waiting for it.
+//
+// Cost per step: K pushes of 16 + 4 N_k bytes, K requests of 16 bytes, K answers of 4 N_k bytes
+// (N_k: shard k's elements), plus one gather and one scatter of the N parameters.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "comm/transport.h"
+#include "ps/protocol.h"
+#include "ps/sharding.h"
+
+namespace dtrain::ps {
+
+class PsWorker {
+ public:
+  // The worker of `transport.rank()` for tensors of `tensor_sizes` elements (every worker the
+  // same sizes, in the same order).
+  PsWorker(comm::Transport& transport, const PsConfig& config, std::vector<std::int64_t> tensor_sizes);
+  // Calls finish() if it was not called; an error there is dropped (the servers time out).
+  ~PsWorker();
+  PsWorker(const PsWorker&) = delete;
+  PsWorker& operator=(const PsWorker&) = delete;
+
+  // `params`: one pointer per tensor; worker 0 sends them, every worker receives clock 0 into them.
+  void start(std::span<float* const> params);
+  // Pushes `grads` (one pointer per tensor) for the current clock with learning rate `lr`, then
+  // pulls the next clock's weights into `params`.
+  void step(std::span<const float* const> grads, double lr, std::span<float* const> params);
+  void finish();
+
+  std::int64_t clock() const { return clock_; }
+  const Sharding& sharding() const { return sharding_; }
+  int rank() const { return transport_.rank(); }
+
+ private:
+  // Requests clock_ from every server and scatters the answers into params; the requests already
+  // in `pending` (this step's pushes) are waited for with them.
+  void pull(std::span<float* const> params, std::vector<comm::Request>& pending);
+  comm::Deadline deadline() const { return comm::Deadline::after(config_.timeout_seconds); }
+
+  comm::Transport& transport_;
+  PsConfig config_;
+  Sharding sharding_;
+  std::int64_t clock_ = 0;
+  bool started_ = false, finished_ = false;
+  std::vector<std::vector<float>> push_buf_;    // per server: PushHeader, then the shard's gradient
+  std::vector<std::vector<float>> weight_buf_;  // per server: the shard's weights
+  std::vector<PullRequest> request_buf_;        // per server
+  std::vector<comm::Request> pending_;
+};
+
+}  // namespace dtrain::ps

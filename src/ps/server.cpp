@@ -1,0 +1,248 @@
+#include "ps/server.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "core/error.h"
+
+namespace dtrain::ps {
+namespace {
+
+constexpr std::size_t kHeaderFloats = sizeof(PushHeader) / sizeof(float);
+
+// Sleeps between polls that found nothing: 20 us, doubling to 200 us, back to 20 us after work.
+class IdleSleep {
+ public:
+  void reset() { us_ = kMinUs; }
+  void sleep() {
+    std::this_thread::sleep_for(std::chrono::microseconds(us_));
+    us_ = std::min(us_ * 2, kMaxUs);
+  }
+
+ private:
+  static constexpr int kMinUs = 20, kMaxUs = 200;
+  int us_ = kMinUs;
+};
+
+PsConfig validated(const PsConfig& config, int world_size) {
+  config.validate(world_size);
+  return config;
+}
+
+}  // namespace
+
+ParameterServer::ParameterServer(comm::Transport& transport, const PsConfig& config, const OptimizerConfig& optimizer,
+                                 std::int64_t total_elements)
+    : transport_(transport),
+      config_(validated(config, transport.size())),
+      index_(config_.server_index(transport.rank())),
+      gate_(config_.workers, config_.gate_staleness()) {
+  DT_CHECK(config_.is_server(transport.rank()), "rank {} is a worker, not a server", transport.rank());
+  if (total_elements < config_.servers) {
+    throw InputError(fmt::format("{} parameter servers for {} parameters: every server needs at least one",
+                                 config_.servers, total_elements));
+  }
+  range_ = shard_range(total_elements, config_.servers, index_);
+  n_ = range_.size();
+  weights_ = Variable(Tensor::zeros({n_}), true);
+  optimizer_ = make_optimizer(optimizer, {weights_});
+  const auto workers = static_cast<std::size_t>(config_.workers);
+  push_buf_.assign(workers, std::vector<float>(kHeaderFloats + static_cast<std::size_t>(n_)));
+  request_buf_.assign(workers, PullRequest{});
+  reply_buf_.assign(workers, std::vector<float>(static_cast<std::size_t>(n_)));
+  push_req_.assign(workers, comm::Request{});
+  request_req_.assign(workers, comm::Request{});
+  reply_req_.assign(workers, comm::Request{});
+  arrived_.assign(workers, false);
+  wanted_.assign(workers, -1);
+  done_pushes_.assign(workers, -1);
+}
+
+ParameterServer::~ParameterServer() {
+  std::vector<comm::Request> all;
+  for (auto* list : {&push_req_, &request_req_, &reply_req_}) all.insert(all.end(), list->begin(), list->end());
+  transport_.cancel(all);
+}
+
+PushHeader ParameterServer::header(int w) const {
+  PushHeader h;
+  std::memcpy(static_cast<void*>(&h), push_buf_[static_cast<std::size_t>(w)].data(), sizeof h);
+  return h;
+}
+
+float* ParameterServer::gradient(int w) { return push_buf_[static_cast<std::size_t>(w)].data() + kHeaderFloats; }
+
+void ParameterServer::post_push(int w) {
+  auto& buf = push_buf_[static_cast<std::size_t>(w)];
+  push_req_[static_cast<std::size_t>(w)] = transport_.irecv(buf.data(), buf.size() * sizeof(float), w, kTagPush);
+}
+
+void ParameterServer::post_request(int w) {
+  request_req_[static_cast<std::size_t>(w)] =
+      transport_.irecv(&request_buf_[static_cast<std::size_t>(w)], sizeof(PullRequest), w, kTagRequest);
+}
+
+void ParameterServer::on_request(int w) {
+  const auto i = static_cast<std::size_t>(w);
+  const PullRequest r = request_buf_[i];
+  if (r.clock == PullRequest::kDone) {
+    DT_CHECK(r.pushes >= gate_.clock(w), "worker {} says it made {} pushes, {} were applied", w, r.pushes,
+             gate_.clock(w));
+    done_pushes_[i] = r.pushes;  // no more requests from it
+    return;
+  }
+  DT_CHECK(wanted_[i] < 0, "worker {} asked for clock {} before clock {} was answered", w, r.clock, wanted_[i]);
+  DT_CHECK(r.clock >= 0, "worker {} asked for clock {}", w, r.clock);
+  wanted_[i] = r.clock;
+  post_request(w);
+}
+
+void ParameterServer::apply_push(int w) {
+  const PushHeader h = header(w);
+  DT_CHECK(h.clock == gate_.clock(w), "worker {} pushed clock {}, expected clock {}", w, h.clock, gate_.clock(w));
+  gate_.record_apply(w, h.clock, version_);
+  weights_.set_grad(Tensor::over_external(gradient(w), Shape{n_}));
+  optimizer_->set_lr(h.lr / config_.workers);
+  optimizer_->step();
+  ++version_;
+  gate_.advance(w);
+  post_push(w);
+}
+
+bool ParameterServer::apply_bsp_clock() {
+  int first = -1, count = 0;
+  for (int w = 0; w < config_.workers; ++w) {
+    if (gate_.finished(w)) continue;
+    if (!arrived_[static_cast<std::size_t>(w)]) return false;
+    if (first < 0) first = w;
+    ++count;
+  }
+  if (first < 0) return false;
+  // Sum in worker-rank order, then divide once: the same value for every element wherever it is.
+  const auto n = static_cast<std::size_t>(n_);
+  sum_.assign(gradient(first), gradient(first) + n);
+  for (int w = first + 1; w < config_.workers; ++w) {
+    if (gate_.finished(w)) continue;
+    const float* g = gradient(w);
+    for (std::size_t e = 0; e < n; ++e) sum_[e] += g[e];
+  }
+  const auto divisor = static_cast<float>(count);
+  for (float& v : sum_) v /= divisor;
+  const PushHeader h = header(first);
+  for (int w = 0; w < config_.workers; ++w) {
+    if (gate_.finished(w)) continue;
+    DT_CHECK(header(w).clock == h.clock, "worker {} pushed clock {} into BSP clock {}", w, header(w).clock, h.clock);
+    gate_.record_apply(w, h.clock, version_);
+  }
+  weights_.set_grad(Tensor::over_external(sum_.data(), Shape{n_}));
+  optimizer_->set_lr(h.lr);
+  optimizer_->step();
+  ++version_;
+  for (int w = 0; w < config_.workers; ++w) {
+    if (gate_.finished(w)) continue;
+    arrived_[static_cast<std::size_t>(w)] = false;
+    gate_.advance(w);
+    post_push(w);
+  }
+  return true;
+}
+
+bool ParameterServer::answer_pulls() {
+  bool any = false;
+  for (int w = 0; w < config_.workers; ++w) {
+    const auto i = static_cast<std::size_t>(w);
+    if (wanted_[i] < 0 || !reply_req_[i].done || !gate_.may_read(w, wanted_[i])) continue;
+    // A copy, so later updates cannot change the weights while they are on their way.
+    std::memcpy(reply_buf_[i].data(), weights_.data().raw_data(), reply_buf_[i].size() * sizeof(float));
+    gate_.record_read(w, wanted_[i], version_);
+    reply_req_[i] = transport_.isend(reply_buf_[i].data(), reply_buf_[i].size() * sizeof(float), w, kTagWeights);
+    wanted_[i] = -1;
+    any = true;
+  }
+  return any;
+}
+
+bool ParameterServer::retire_finished() {
+  bool any = false;
+  for (int w = 0; w < config_.workers; ++w) {
+    const auto i = static_cast<std::size_t>(w);
+    if (!gate_.finished(w) && done_pushes_[i] >= 0 && gate_.clock(w) == done_pushes_[i]) {
+      gate_.finish(w);
+      any = true;
+    }
+  }
+  return any;
+}
+
+void ParameterServer::throw_silence() const {
+  // A worker waiting for an answer is alive and held by the gate; the others went silent.
+  std::vector<int> silent, running;
+  for (int w = 0; w < config_.workers; ++w) {
+    if (gate_.finished(w)) continue;
+    running.push_back(w);
+    if (wanted_[static_cast<std::size_t>(w)] < 0) silent.push_back(w);
+  }
+  throw CommError(fmt::format("parameter server {} (rank {}): no message for {} s from worker rank(s) {} while the "
+                              "others wait for them; a worker died or hangs",
+                              index_, transport_.rank(), config_.timeout_seconds,
+                              fmt::join(silent.empty() ? running : silent, ", ")));
+}
+
+void ParameterServer::run() {
+  transport_.recv(weights_.data().raw_data(), weights_.data().nbytes(), 0, kTagInit,
+                  comm::Deadline::after(config_.timeout_seconds), "parameter server: initial weights");
+  for (int w = 0; w < config_.workers; ++w) {
+    post_push(w);
+    post_request(w);
+  }
+  const bool bsp = config_.sync == SyncMode::kBsp;
+  IdleSleep idle;
+  comm::Deadline quiet = comm::Deadline::after(config_.timeout_seconds);
+  for (;;) {
+    bool progress = false;
+    for (int w = 0; w < config_.workers; ++w) {
+      const auto i = static_cast<std::size_t>(w);
+      if (!arrived_[i] && !push_req_[i].done && transport_.test(push_req_[i], "parameter server: push")) {
+        progress = true;
+        if (bsp) {
+          arrived_[i] = true;  // its buffer holds the push until the clock is applied
+        } else {
+          apply_push(w);
+        }
+      }
+      if (!request_req_[i].done && transport_.test(request_req_[i], "parameter server: request")) {
+        progress = true;
+        on_request(w);
+      }
+      if (!reply_req_[i].done && transport_.test(reply_req_[i], "parameter server: weights")) progress = true;
+    }
+    progress |= retire_finished();
+    if (bsp) progress |= apply_bsp_clock();
+    progress |= retire_finished();
+    progress |= answer_pulls();
+    bool all_done = true;
+    for (int w = 0; w < config_.workers; ++w) {
+      all_done = all_done && gate_.finished(w) && reply_req_[static_cast<std::size_t>(w)].done;
+    }
+    if (all_done) break;
+    if (progress) {
+      idle.reset();
+      quiet = comm::Deadline::after(config_.timeout_seconds);
+    } else {
+      if (quiet.expired()) throw_silence();
+      idle.sleep();
+    }
+  }
+  // Every worker is done: withdraw the receives still posted for pushes that will not come.
+  std::vector<comm::Request> open;
+  for (auto* list : {&push_req_, &request_req_}) open.insert(open.end(), list->begin(), list->end());
+  transport_.cancel(open);
+  for (auto* list : {&push_req_, &request_req_}) std::fill(list->begin(), list->end(), comm::Request{});
+}
+
+}  // namespace dtrain::ps

@@ -1,0 +1,93 @@
+// A parameter server: one rank holding piece k of the flat parameters (ps/sharding.h) and the
+// optimizer state for it. It serves the workers' pushes and pulls (ps/protocol.h) until every
+// worker is done, and applies the gradients by the run's consistency mode:
+//
+//   BSP  the W pushes of clock c are held until all are in, summed in worker-rank order and
+//        applied as one optimizer step with their mean, g = (g_0 + g_1 + ... + g_{W-1}) / W: the
+//        mean gradient allreduce training takes, at the learning rate the workers sent. Each
+//        element's arithmetic is the same whichever server holds it, so the number of servers
+//        does not change the result, bit for bit.
+//   SSP, ASP  every push is one optimizer step as it arrives, at lr / W, so that the W pushes of
+//        one clock move the weights as far as one BSP step (--lr means the same per global step
+//        in every mode). Momentum and adaptive state still see W steps per clock, so the modes
+//        differ beyond the order of the updates.
+// Pulls are answered through the gate (ps/clock_gate.h) with the weights as they are then; gap and
+// tau of every applied gradient are recorded there.
+//
+// Waiting: the server polls its requests with Transport::test and, when a poll finds nothing to
+// do, sleeps (20 us, doubling to 200 us), so it never spins a core that the workers need; the
+// sleep bounds the latency it adds to a message. A server that receives nothing for the timeout
+// while workers remain throws a CommError naming the workers it waits for.
+//
+// Cost per clock: W messages in and W out of 4 N_k bytes each (N_k its elements), W additions of
+// N_k (BSP) and one optimizer pass of N_k (BSP) or W of them (SSP, ASP).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "autograd/variable.h"
+#include "comm/transport.h"
+#include "optim/optimizer.h"
+#include "ps/clock_gate.h"
+#include "ps/protocol.h"
+#include "ps/sharding.h"
+
+namespace dtrain::ps {
+
+class ParameterServer {
+ public:
+  // The server of `transport.rank()` (a server rank of `config`) for a model of `total_elements`
+  // parameters; `optimizer` names the optimizer and its hyperparameters (its lr is replaced by
+  // the workers' per step).
+  ParameterServer(comm::Transport& transport, const PsConfig& config, const OptimizerConfig& optimizer,
+                  std::int64_t total_elements);
+  ~ParameterServer();
+  ParameterServer(const ParameterServer&) = delete;
+  ParameterServer& operator=(const ParameterServer&) = delete;
+
+  // Receives the initial weights from worker 0, then serves until every worker is done.
+  void run();
+
+  int index() const { return index_; }
+  FlatRange range() const { return range_; }
+  const Tensor& weights() const { return weights_.data(); }
+  Optimizer& optimizer() { return *optimizer_; }
+  const ClockGate& gate() const { return gate_; }
+  std::int64_t updates() const { return version_; }
+
+ private:
+  void post_push(int w);
+  void post_request(int w);
+  void on_request(int w);
+  void apply_push(int w);      // SSP, ASP
+  bool apply_bsp_clock();      // BSP: one step once every unfinished worker's push is in
+  bool answer_pulls();
+  bool retire_finished();
+  PushHeader header(int w) const;
+  float* gradient(int w);
+  [[noreturn]] void throw_silence() const;
+
+  comm::Transport& transport_;
+  PsConfig config_;
+  int index_;
+  FlatRange range_;
+  std::int64_t n_;  // elements of this shard
+  Variable weights_;
+  std::unique_ptr<Optimizer> optimizer_;
+  ClockGate gate_;
+  std::int64_t version_ = 0;  // optimizer steps made
+
+  // Per worker: the push buffer (PushHeader, then n_ floats), the request and reply buffers.
+  std::vector<std::vector<float>> push_buf_;
+  std::vector<PullRequest> request_buf_;
+  std::vector<std::vector<float>> reply_buf_;
+  std::vector<comm::Request> push_req_, request_req_, reply_req_;
+  std::vector<bool> arrived_;              // BSP: the push of the current clock is held
+  std::vector<std::int64_t> wanted_;       // clock of a pull not yet answered, or -1
+  std::vector<std::int64_t> done_pushes_;  // pushes announced with "done", or -1
+  std::vector<float> sum_;                 // BSP: the clock's sum
+};
+
+}  // namespace dtrain::ps

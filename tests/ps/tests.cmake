@@ -1,0 +1,17 @@
+# Parameter-server runs across processes (included by tests/CMakeLists.txt): the constant-push
+# check of every mode under mpirun with 3 and 4 ranks (1 or 2 servers with 2 workers; 1 to 3
+# servers with 3, 2 or 1 workers), the ranks outnumbering the cores.
+if(DTRAIN_MPI)
+  add_executable(test_ps_mpi ${CMAKE_CURRENT_SOURCE_DIR}/comm/mpi/mpi_main.cpp
+                             ${CMAKE_CURRENT_LIST_DIR}/mpi/ps_mpi_test.cpp)
+  target_link_libraries(test_ps_mpi PRIVATE dtrain GTest::gtest)
+  target_include_directories(test_ps_mpi PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  foreach(np 3 4)
+    add_test(NAME ps_mpi_np${np}
+             COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe --bind-to none -np ${np}
+                     $<TARGET_FILE:test_ps_mpi>)
+    set_tests_properties(ps_mpi_np${np} PROPERTIES
+                         LABELS "ps;mpi" TIMEOUT 180 RUN_SERIAL TRUE
+                         ENVIRONMENT "OMPI_MCA_btl_vader_single_copy_mechanism=none")
+  endforeach()
+endif()
