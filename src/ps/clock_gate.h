@@ -30,8 +30,8 @@ class Histogram {
   void add(std::int64_t value);
   std::int64_t total() const { return total_; }
   const std::vector<std::int64_t>& counts() const { return counts_; }  // counts()[v]: how often v
-  std::int64_t max() const;   // -1 when empty
-  double mean() const;        // 0 when empty
+  std::int64_t max() const;                                            // -1 when empty
+  double mean() const;                                                 // 0 when empty
   void merge(const Histogram& other);
 
  private:

@@ -40,9 +40,10 @@ std::int64_t PsConfig::gate_staleness() const {
 
 void PsConfig::validate(int world_size) const {
   if (servers < 1 || workers < 1) {
-    throw InputError(fmt::format("parameter-server training needs at least one server and one worker, got {} "
-                                 "server(s) and {} worker(s)",
-                                 servers, workers));
+    throw InputError(
+        fmt::format("parameter-server training needs at least one server and one worker, got {} "
+                    "server(s) and {} worker(s)",
+                    servers, workers));
   }
   if (world_size != workers + servers) {
     throw InputError(fmt::format("{} server(s) and {} worker(s) need {} ranks, but there are {}", servers, workers,

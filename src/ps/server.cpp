@@ -187,10 +187,10 @@ void ParameterServer::throw_silence() const {
     running.push_back(w);
     if (wanted_[static_cast<std::size_t>(w)] < 0) silent.push_back(w);
   }
-  throw CommError(fmt::format("parameter server {} (rank {}): no message for {} s from worker rank(s) {} while the "
-                              "others wait for them; a worker died or hangs",
-                              index_, transport_.rank(), config_.timeout_seconds,
-                              fmt::join(silent.empty() ? running : silent, ", ")));
+  throw CommError(fmt::format(
+      "parameter server {} (rank {}): no message for {} s from worker rank(s) {} while the "
+      "others wait for them; a worker died or hangs",
+      index_, transport_.rank(), config_.timeout_seconds, fmt::join(silent.empty() ? running : silent, ", ")));
 }
 
 void ParameterServer::run() {

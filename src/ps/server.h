@@ -61,8 +61,8 @@ class ParameterServer {
   void post_push(int w);
   void post_request(int w);
   void on_request(int w);
-  void apply_push(int w);      // SSP, ASP
-  bool apply_bsp_clock();      // BSP: one step once every unfinished worker's push is in
+  void apply_push(int w);  // SSP, ASP
+  bool apply_bsp_clock();  // BSP: one step once every unfinished worker's push is in
   bool answer_pulls();
   bool retire_finished();
   PushHeader header(int w) const;

@@ -7,8 +7,8 @@
 
 #include <cmath>
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "core/random.h"
@@ -92,22 +92,22 @@ BspRun bsp(int workers, int servers, const OptimizerConfig& oc) {
   const PsConfig config = testing::test_config(workers, servers, SyncMode::kBsp);
   BspRun run;
   const std::int64_t total = small_mlp()->num_parameters();
-  run.servers = testing::run_ps(config, oc, total, [&](comm::Transport& t) {
-                  auto model = small_mlp();
-                  // The worker's optimizer carries only the learning rate.
-                  auto opt = make_optimizer(oc, model->parameters());
-                  PsUpdater updater(*model, *opt, t, config);
-                  const Sampler sampler(images().size(),
-                                        SamplerConfig::train(kGlobalBatch / workers, 11, t.rank(), workers));
-                  Loader loader(images(), sampler, 0, LoaderOptions{0, {}, {}, 0, {}});
-                  for (int step = 0; step < kSteps; ++step) {
-                    opt->set_lr(lr_at(oc, step));
-                    const StepResult r = updater.update(next_batch(loader), step);
-                    EXPECT_EQ(r.samples, kGlobalBatch / workers);
-                  }
-                  updater.finish();
-                  if (t.rank() == 0) run.worker0 = flat_parameters(*model);
-                }).weights;
+  run.servers =
+      testing::run_ps(config, oc, total, [&](comm::Transport& t) {
+        auto model = small_mlp();
+        // The worker's optimizer carries only the learning rate.
+        auto opt = make_optimizer(oc, model->parameters());
+        PsUpdater updater(*model, *opt, t, config);
+        const Sampler sampler(images().size(), SamplerConfig::train(kGlobalBatch / workers, 11, t.rank(), workers));
+        Loader loader(images(), sampler, 0, LoaderOptions{0, {}, {}, 0, {}});
+        for (int step = 0; step < kSteps; ++step) {
+          opt->set_lr(lr_at(oc, step));
+          const StepResult r = updater.update(next_batch(loader), step);
+          EXPECT_EQ(r.samples, kGlobalBatch / workers);
+        }
+        updater.finish();
+        if (t.rank() == 0) run.worker0 = flat_parameters(*model);
+      }).weights;
   return run;
 }
 

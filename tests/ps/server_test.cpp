@@ -9,8 +9,8 @@
 #include <string>
 #include <thread>
 
-#include "ps/ps_test_util.h"
 #include "core/error.h"
+#include "ps/ps_test_util.h"
 #include "ps/ps_worker.h"
 
 namespace dtrain::ps {
@@ -61,9 +61,8 @@ TEST(ParameterServer, EveryModeAppliesEveryPushExactlyOnce) {
 
 TEST(ParameterServer, SspWithStalenessZeroNeverReadsAhead) {
   const PsConfig config = test_config(3, 2, SyncMode::kSsp, 0);
-  const PsOutcome out = constant_pushes(config, 40, 3, [](int rank) {
-    return std::chrono::microseconds(rank == 0 ? 1500 : 0);
-  });
+  const PsOutcome out =
+      constant_pushes(config, 40, 3, [](int rank) { return std::chrono::microseconds(rank == 0 ? 1500 : 0); });
   for (const auto& s : out.servers) {
     EXPECT_EQ(s.gaps.total(), 120);
     EXPECT_EQ(s.gaps.max(), 0) << "staleness 0 reads no weights that lack an update of an older clock";
@@ -74,9 +73,8 @@ TEST(ParameterServer, SspGapIsBoundedByStalenessAndReachesIt) {
   for (std::int64_t s : {1, 3}) {
     const PsConfig config = test_config(3, 2, SyncMode::kSsp, s);
     // Worker 2 takes twice as long per clock as the others.
-    const PsOutcome out = constant_pushes(config, 120, 3, [](int rank) {
-      return std::chrono::microseconds(rank == 2 ? 4000 : 2000);
-    });
+    const PsOutcome out =
+        constant_pushes(config, 120, 3, [](int rank) { return std::chrono::microseconds(rank == 2 ? 4000 : 2000); });
     for (const auto& server : out.servers) {
       EXPECT_EQ(server.gaps.total(), 360);
       EXPECT_LE(server.gaps.max(), s) << "S = " << s;
