@@ -7,6 +7,7 @@
 #include "apps/dtrain/checkpoint_flags.h"
 #include "apps/dtrain/commands.h"
 #include "apps/dtrain/distributed.h"
+#include "apps/dtrain/ps_mode.h"
 #include "apps/dtrain/slowdown_flags.h"
 #include "calibration/training_prediction.h"
 #include "comm/agreement.h"
@@ -18,6 +19,7 @@
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
 #include "parallel/data_parallel.h"
+#include "ps/ps_updater.h"
 #include "train/extensions.h"
 #include "train/trace_recorder.h"
 #include "train/trainer.h"
@@ -58,6 +60,7 @@ struct TrainOptions {
   std::int64_t trace_steps = 10;
   CheckpointFlags checkpoint;
   SlowdownFlags slowdown;
+  PsFlags ps;
 };
 
 // Every rank's string on every rank, through the communication thread (for the trace).
@@ -178,6 +181,12 @@ int run_train(TrainOptions o) {
 
   ProcessGroup group = join_process_group(o.timeout, o.chunk_kb);
   const bool leader = group.rank == 0;
+  const std::optional<ps::PsConfig> ps = ps_config(o.ps, group, o.timeout);
+  if (ps) check_ps_supports(o.double_buffering, o.accumulate, o.comm_dtype, o.checkpoint.dir, o.trace, o.profile);
+  // The ranks that train (all but the parameter servers) and the sums over them: a parameter
+  // server takes part in no collective after start-up, so parameter-server workers sum nothing.
+  const int workers = ps ? ps->workers : group.size;
+  const SumAcrossRanks summer = ps ? SumAcrossRanks{} : group.summer();
   if (o.threads == 0) o.threads = default_threads(group.ranks_on_my_host());
   set_num_threads(o.threads);
   Dataset train = load_dataset(o.dataset, o.data_dir, "train");
@@ -201,9 +210,12 @@ int run_train(TrainOptions o) {
   if (group.active()) {
     group.worker->run([&](comm::Communicator& c) { comm::check_agreement(c, agreement_values(o, *model, train)); });
   }
+  if (ps && group.rank >= ps->workers) return run_parameter_server(group, *ps, o.optimizer, model->num_parameters());
 
-  const Sampler sampler(train.size(), SamplerConfig::train(o.batch, o.seed, group.rank, group.size));
-  const Sampler test_sampler(test.size(), SamplerConfig::eval(o.eval_batch, group.rank, group.size));
+  const Sampler sampler(train.size(), SamplerConfig::train(o.batch, o.seed, group.rank, workers));
+  // Parameter-server workers: worker 0 evaluates the whole test set alone.
+  const Sampler test_sampler(test.size(), ps ? SamplerConfig::eval(o.eval_batch, 0, 1)
+                                             : SamplerConfig::eval(o.eval_batch, group.rank, group.size));
   LoaderOptions train_loading;
   train_loading.prefetch = o.prefetch;
   train_loading.augment = augment;
@@ -216,7 +228,10 @@ int run_train(TrainOptions o) {
     fmt::print("dtrain: {} ({} parameters, {:.1f} MFLOP per sample forward) on {}, {} epochs of {} steps, batch {}",
                o.model, model->num_parameters(), cost.forward_flops / 1e6, train.describe(), o.epochs,
                sampler.batches_per_epoch(), o.batch);
-    if (group.active()) {
+    if (ps) {
+      fmt::print(" per worker x {} workers, {} parameter server(s), sync {}{}", ps->workers, ps->servers, o.ps.sync,
+                 ps->sync == ps::SyncMode::kSsp ? fmt::format(" (staleness {})", ps->staleness) : "");
+    } else if (group.active()) {
       fmt::print(" per rank x {} ranks, allreduce {} in {}, {}", group.size, o.allreduce, o.comm_dtype,
                  group.describe_chunk());
     }
@@ -231,19 +246,30 @@ int run_train(TrainOptions o) {
 
   nlohmann::json config = config_record(o, train, model->num_parameters());
   config["world_size"] = group.size;
+  if (ps) {
+    config["mode"] = "ps";
+    config["servers"] = ps->servers;
+    config["sync"] = o.ps.sync;
+    if (ps->sync == ps::SyncMode::kSsp) config["staleness"] = ps->staleness;
+  }
   // The machine state same-host communication runs in (core/core_round_trip.h), for the log:
   // explain compares it with the profile's. A measurement, not configuration: a resumed run
   // need not match it.
-  const std::optional<double> core_round_trip = group.core_round_trip();
+  const std::optional<double> core_round_trip = ps ? std::nullopt : group.core_round_trip();
   if (group.active()) config["chunk_kb"] = static_cast<double>(group.comm->options().chunk_bytes) / 1024;
   auto checkpointer = make_checkpointer(o.checkpoint, *model, *optimizer, group, config, sampler.batches_per_epoch(),
                                         o.double_buffering);
 
-  const SlowdownConfig slowdown = slowdown_config(o.slowdown, group.size, o.seed);
+  const SlowdownConfig slowdown = slowdown_config(o.slowdown, workers, o.seed);
   if (slowdown.active()) config["slowdown"] = slowdown_json(slowdown);
   std::unique_ptr<Updater> updater;
   DataParallelUpdater* data_parallel = nullptr;
-  if (group.active()) {
+  ps::PsUpdater* ps_worker = nullptr;
+  if (ps) {
+    auto psu = std::make_unique<ps::PsUpdater>(*model, *optimizer, group.comm->transport(), *ps);
+    ps_worker = psu.get();
+    updater = std::move(psu);
+  } else if (group.active()) {
     auto dpu = std::make_unique<DataParallelUpdater>(*model, *optimizer, *group.worker, dp);
     data_parallel = dpu.get();
     if (dp.algorithm == comm::Algorithm::kAuto && dpu->algorithm() == comm::Algorithm::kShm) {
@@ -265,10 +291,12 @@ int run_train(TrainOptions o) {
   topt.epochs = o.epochs;
   topt.start_iteration = start;
   topt.loader = train_loading;
-  topt.world_size = group.size;
-  topt.sum_across_ranks = group.summer();
+  topt.world_size = workers;
+  topt.sum_across_ranks = summer;
   Trainer trainer(*updater, *optimizer, *schedule, train, sampler, topt);
-  trainer.add_extension(std::make_unique<EvaluatorExtension>(*model, test, test_sampler, test_loading, group.summer()));
+  if (!ps || leader) {
+    trainer.add_extension(std::make_unique<EvaluatorExtension>(*model, test, test_sampler, test_loading, summer));
+  }
   if (checkpointer) trainer.add_extension(checkpointer->extension());
   if (leader && plan) trainer.add_extension(std::make_unique<perf::PredictionReport>(plan->prediction, true));
   TraceRecorder* tracer = nullptr;
@@ -287,7 +315,7 @@ int run_train(TrainOptions o) {
     log = report.get();
     trainer.add_extension(std::move(report));
   }
-  if (o.log_every > 0) trainer.add_extension(std::make_unique<StepLog>(log, o.log_every, group.summer()));
+  if (o.log_every > 0) trainer.add_extension(std::make_unique<StepLog>(log, o.log_every, summer));
   if (o.progress != "auto" && o.progress != "bar" && o.progress != "lines" && o.progress != "none") {
     throw InputError(fmt::format("--progress must be auto, bar, lines or none, got '{}'", o.progress));
   }
@@ -295,6 +323,7 @@ int run_train(TrainOptions o) {
   const bool bar = o.progress == "bar" || (o.progress == "auto" && isatty(STDOUT_FILENO) != 0 && !group.active());
   if (leader && o.progress != "none") trainer.add_extension(std::make_unique<ProgressReport>(bar));
   const TrainerState s = trainer.run();
+  if (ps_worker != nullptr) ps_worker->finish();  // the servers stop once every worker is done
   if (tracer != nullptr) {
     write_rank_traces(o.trace, *tracer, group.rank, gather_strings(group), {{"model", o.model}, {"ranks", group.size}});
     if (leader) fmt::print("trace: {}\n", o.trace);
@@ -402,6 +431,7 @@ Action register_train(CLI::App& app) {
   add_chunk_flag(*t, o->chunk_kb);
   add_checkpoint_flags(*t, o->checkpoint);
   add_slowdown_flags(*t, o->slowdown);
+  add_ps_flags(*t, o->ps);
   return [t, o, momentum]() {
     if (!t->parsed()) return -1;
     o->momentum_given = momentum->count() > 0;

@@ -15,3 +15,10 @@ if(DTRAIN_MPI)
                          ENVIRONMENT "OMPI_MCA_btl_vader_single_copy_mechanism=none")
   endforeach()
 endif()
+
+# dtrain train --mode ps end to end: BSP against allreduce, SSP's bound, ASP, the flags' errors.
+if(DTRAIN_MPI AND EXISTS "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")
+  find_package(Python3 COMPONENTS Interpreter REQUIRED)
+  add_test(NAME ps_cli COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ps_cli_test.py $<TARGET_FILE:dtrain_cli>)
+  set_tests_properties(ps_cli PROPERTIES LABELS "ps;mpi" TIMEOUT 300 RUN_SERIAL TRUE)
+endif()

@@ -1,0 +1,42 @@
+// `dtrain train --mode ps --servers K --sync bsp|ssp|asp [--staleness S]`: parameter-server
+// training (src/ps) behind the same trainer. Under mpirun the last K ranks serve and the first
+// N - K train; workers shard every global batch as allreduce ranks do, worker 0 alone evaluates
+// the whole test set and writes the log (the servers take no part in collectives after start-up).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "apps/dtrain/distributed.h"
+#include "optim/optimizer.h"
+#include "ps/protocol.h"
+
+namespace dtrain::cli {
+
+struct PsFlags {
+  std::string mode = "allreduce";
+  int servers = 1;
+  std::string sync = "bsp";
+  std::int64_t staleness = -1;  // -1: not given
+};
+
+void add_ps_flags(CLI::App& command, PsFlags& flags);
+
+// What the flags ask for: nullopt for --mode allreduce. Throws InputError naming the fix for a
+// parameter-server flag without --mode ps, --mode ps without mpirun, K < 1, K >= the ranks,
+// S < 0, --staleness without --sync ssp.
+std::optional<ps::PsConfig> ps_config(const PsFlags& flags, const ProcessGroup& group, double timeout_seconds);
+
+// What parameter-server training does not do yet (double buffering, accumulation, 16-bit pushes,
+// checkpoints, traces, --profile): InputError naming the flag.
+void check_ps_supports(bool double_buffering, int accumulate, const std::string& comm_dtype,
+                       const std::string& checkpoint_dir, const std::string& trace, const std::string& profile);
+
+// This rank's server (a rank >= the workers) until every worker is done; the first server prints
+// its updates and the staleness it saw. Returns the exit code.
+int run_parameter_server(ProcessGroup& group, const ps::PsConfig& config, const OptimizerConfig& optimizer,
+                         std::int64_t parameters);
+
+}  // namespace dtrain::cli

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""`dtrain train --mode ps` under mpirun, end to end (registered by tests/ps/tests.cmake).
+
+usage: ps_cli_test.py DTRAIN
+  BSP with one and with two servers trains what allreduce with the same global batch trains (the
+  same test accuracy after an epoch: one arithmetic, to rounding); SSP keeps every clock gap within
+  its bound and logs its mode; ASP runs; bad flags are clear errors before any training.
+"""
+import json, os, re, subprocess, sys, tempfile
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
+COMMON = ["--model", "mlp", "--limit", "6144", "--epochs", "1", "--eval-limit", "2000", "--threads", "1",
+          "--progress", "none"]
+
+
+def run(cmd, timeout=240):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout + p.stderr
+
+
+def records(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def trained(dtrain, np, flags, log):
+    rc, out = run(MPIRUN + ["-np", str(np), dtrain, "train", *COMMON, "--log", log, *flags])
+    assert rc == 0, out
+    return out, records(log)
+
+
+def main():
+    dtrain = sys.argv[1]
+    with tempfile.TemporaryDirectory() as d:
+        log = os.path.join(d, "log.jsonl")
+        _, ar = trained(dtrain, 3, ["--allreduce", "ring"], log)
+        for servers in (1, 2):
+            out, bsp = trained(dtrain, 3 + servers, ["--mode", "ps", "--servers", str(servers), "--sync", "bsp"], log)
+            assert bsp[0]["mode"] == "ps" and bsp[0]["servers"] == servers, bsp[0]
+            assert abs(bsp[-1]["test_accuracy"] - ar[-1]["test_accuracy"]) <= 0.002, (bsp[-1], ar[-1], out)
+            gap = re.search(r"clock gap max (\d+)", out)
+            assert gap and gap.group(1) == "0", out
+        out, ssp = trained(dtrain, 4, ["--mode", "ps", "--sync", "ssp", "--staleness", "2"], log)
+        assert ssp[0]["sync"] == "ssp" and ssp[0]["staleness"] == 2, ssp[0]
+        gap = re.search(r"clock gap max (\d+)", out)
+        assert gap and 0 <= int(gap.group(1)) <= 2, out
+        # Trained, not diverged: well above chance (0.1) after 32 steps; the exact figure depends on
+        # the order the pushes arrived in.
+        assert ssp[-1]["test_accuracy"] > 0.3, ssp[-1]
+        out, asp = trained(dtrain, 4, ["--mode", "ps", "--sync", "asp"], log)
+        assert asp[-1]["test_accuracy"] > 0.3, (asp[-1], out)
+
+    bad = [
+        ([dtrain, "train", "--mode", "ps"], "--mode ps needs several processes"),
+        (MPIRUN + ["-np", "2", dtrain, "train", "--mode", "ps", "--servers", "2"], "leaves no worker: give 1..1"),
+        (MPIRUN + ["-np", "2", dtrain, "train", "--mode", "ps", "--servers", "0"], "leaves no server"),
+        (MPIRUN + ["-np", "2", dtrain, "train", "--mode", "ps", "--sync", "ssp"], "--sync ssp needs --staleness"),
+        (MPIRUN + ["-np", "2", dtrain, "train", "--mode", "ps", "--sync", "ssp", "--staleness", "-1"],
+         "--sync ssp needs --staleness"),
+        (MPIRUN + ["-np", "2", dtrain, "train", "--mode", "ps", "--sync", "asp", "--staleness", "1"],
+         "--staleness bounds --sync ssp"),
+        ([dtrain, "train", "--servers", "2"], "add --mode ps"),
+        (MPIRUN + ["-np", "2", dtrain, "train", "--mode", "ps", "--double-buffering"],
+         "--double-buffering is not available with --mode ps"),
+        ([dtrain, "train", "--mode", "sharded"], "unknown --mode 'sharded'; valid: allreduce, ps"),
+    ]
+    for cmd, message in bad:
+        rc, out = run(cmd + ["--limit", "256", "--log", ""], timeout=120)
+        assert rc != 0 and message in out, (cmd, rc, out)
+    print("ps_cli: bsp (1 and 2 servers) = allreduce, ssp within its bound, asp trains, 9 errors named")
+
+
+if __name__ == "__main__":
+    main()
