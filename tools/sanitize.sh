@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite under sanitizers. `tools/sanitize.sh asan` (what CI runs): the suite under
 # AddressSanitizer + UndefinedBehaviorSanitizer (the asan preset; the few tests left to the plain
-# suite are named below). `tools/sanitize.sh tsan`: the comm and parallel tests under
+# suite are named below). `tools/sanitize.sh tsan`: the comm, parallel and ps tests under
 # ThreadSanitizer (the tsan preset; their MPI runs are left to ASan, since Open MPI itself is not
 # built for TSan); run it after changing threads, locks or the transports: its build and run take
 # about 5 minutes on 2 cores, which CI's time budget leaves out. `tools/sanitize.sh` (or `all`)
@@ -47,7 +47,7 @@ fi
 
 if [ "$which" != asan ]; then
   cmake --preset tsan >/dev/null
-  cmake --build --preset tsan --target test_comm test_parallel
+  cmake --build --preset tsan --target test_comm test_parallel test_ps
   # One OpenMP and one OpenBLAS thread: their runtimes are not built with TSan, so their barriers
   # are invisible to it and every parallel kernel would be reported (and each suppressed report
   # costs milliseconds: a LeNet test took minutes instead of seconds). dtrain's own threads, the
@@ -56,6 +56,6 @@ if [ "$which" != asan ]; then
   # same algorithms and threads are covered by AllreduceExact.ClosedFormSmallChunks, which cuts
   # messages into many small chunks (the most interleavings); so are ClosedFormAllWorldSizesAndCounts
   # and AllreduceCost (about 13 s and 8 s each under TSan), which the other suites run.
-  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 ctest --preset tsan -j2 -L '^(comm|parallel)$' -LE mpi \
+  OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 ctest --preset tsan -j2 -L '^(comm|parallel|ps)$' -LE mpi \
     -E 'AllreduceExact\.(RandomData|ClosedFormAllWorldSizesAndCounts)|AllreduceCost\.' "$@"
 fi
