@@ -23,13 +23,8 @@ PsUpdater::PsUpdater(Module& model, Optimizer& optimizer, comm::Transport& trans
 }
 
 StepResult PsUpdater::update(const Batch& batch, std::int64_t iteration) {
-  StepResult r;
-  Variable loss = forward_loss(batch, iteration, r);
-  Stopwatch sw;
-  optimizer_.zero_grad();
-  loss.backward();
-  r.times.backward = sw.seconds();
-  sw.reset();
+  StepResult r = forward_backward(batch, iteration);
+  const Stopwatch sw;
   std::vector<Tensor> grads;  // held while the pointers into them are used
   std::vector<const float*> from;
   for (std::size_t i = 0; i < params_.size(); ++i) {

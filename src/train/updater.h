@@ -35,11 +35,16 @@ class StandardUpdater : public Updater {
   StepResult update(const Batch& batch, std::int64_t iteration) override;
 
  protected:
-  // Forward and loss; returns the loss variable and fills result.loss/correct/samples/forward.
-  Variable forward_loss(const Batch& batch, std::int64_t iteration, StepResult& result);
+  // Forward, loss (checked finite), zeroed gradients and backward: the step's part every updater
+  // of one worker shares; fills loss, correct, samples and the forward and backward times.
+  StepResult forward_backward(const Batch& batch, std::int64_t iteration);
 
   Module& model_;
   Optimizer& optimizer_;
+
+ private:
+  // Forward and loss; returns the loss variable and fills result.loss/correct/samples/forward.
+  Variable forward_loss(const Batch& batch, std::int64_t iteration, StepResult& result);
 };
 
 }  // namespace dtrain
