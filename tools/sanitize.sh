@@ -40,9 +40,11 @@ if [ "$which" != tsan ]; then
   # suite: 5 to 8 oversubscribed ranks (the code of 1 to 4), the loss curves of the other
   # algorithms (comm_mpi_np* check each algorithm) and the netns variants (the same code over TCP;
   # the two-host calibration also checks the shaped link's burst it measures against the one set,
-  # which an instrumented build under load measured at 115 KiB of 256 once, passing on reruns).
+  # which an instrumented build under load measured at 115 KiB of 256 once, passing on reruns), and
+  # ps_faults (processes stopped and killed from outside: the code it reaches is ps_cli's and the
+  # unit tests' timeouts).
   ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" ctest --preset asan -j2 -L mpi \
-    -E 'comm_mpi_np[5-8]|mpi_loss_curve_(tree|butterfly|onetoall|mpi)|netns_loss_curve|calibrate_netns' "$@"
+    -E 'comm_mpi_np[5-8]|mpi_loss_curve_(tree|butterfly|onetoall|mpi)|netns_loss_curve|calibrate_netns|ps_faults' "$@"
 fi
 
 if [ "$which" != asan ]; then

@@ -72,14 +72,7 @@ int run_parameter_server(ProcessGroup& group, const ps::PsConfig& config, const 
                          std::int64_t parameters) {
   // The communication thread stays idle from here on: the server is the only user of MPI.
   ps::ParameterServer server(group.comm->transport(), config, optimizer, parameters);
-  server.run();
-  if (server.index() == 0) {
-    const ps::ClockGate& gate = server.gate();
-    fmt::print(
-        "parameter server 0 of {}: {} updates of {} parameters; clock gap max {} (mean {:.2f}), tau mean {:.2f}\n",
-        config.servers, server.updates(), server.range().size(), gate.gaps().max(), gate.gaps().mean(),
-        gate.taus().mean());
-  }
+  server.run();  // its stats go to worker 0, which prints and logs them
   return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "optim/schedule.h"
 #include "parallel/data_parallel.h"
 #include "ps/ps_updater.h"
+#include "ps/run_stats.h"
 #include "train/extensions.h"
 #include "train/trace_recorder.h"
 #include "train/trainer.h"
@@ -323,7 +324,12 @@ int run_train(TrainOptions o) {
   const bool bar = o.progress == "bar" || (o.progress == "auto" && isatty(STDOUT_FILENO) != 0 && !group.active());
   if (leader && o.progress != "none") trainer.add_extension(std::make_unique<ProgressReport>(bar));
   const TrainerState s = trainer.run();
-  if (ps_worker != nullptr) ps_worker->finish();  // the servers stop once every worker is done
+  if (ps_worker != nullptr) {
+    ps_worker->finish();  // the servers stop once every worker is done; worker 0 gets their stats
+    const auto& stats = ps_worker->worker().server_stats();
+    if (leader) fmt::print("{}", ps::describe_ps_run(stats, ps->workers));
+    if (log != nullptr) log->write(ps::ps_record(stats, ps->workers));
+  }
   if (tracer != nullptr) {
     write_rank_traces(o.trace, *tracer, group.rank, gather_strings(group), {{"model", o.model}, {"ranks", group.size}});
     if (leader) fmt::print("trace: {}\n", o.trace);

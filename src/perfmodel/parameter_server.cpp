@@ -45,7 +45,10 @@ ServerTime parameter_server_time(const ServerPlan& plan, std::int64_t params, do
   if (plan.sync == Sync::kBsp) {
     const double server_send = w * (alpha + n / k * beta);
     t.push = t.pull = std::max(worker_send, server_send);
-    t.server_update = w * update_per_gradient;
+    // ps/server.cpp: the W pushes summed (W - 1 additions of the shard, in f32), then one
+    // optimizer pass over the shard with their mean.
+    const double shard_f32_bytes = 4.0 * static_cast<double>(params) / k;
+    t.server_update = (w - 1) * shard_f32_bytes / profile.device.reduce.value + update_per_gradient;
     t.step = compute + t.push + t.server_update + t.pull;
   } else {
     t.push = t.pull = worker_send;

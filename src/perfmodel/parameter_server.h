@@ -5,10 +5,13 @@
 //   T_send (one direction) = max(worker side: K alpha + f n beta,  server side: W (alpha + (n/K) beta))
 //     with n the gradient bytes per worker and f = min(k, W) workers sharing a node's link;
 //   server update per worker gradient: c_u * P / K (c_u = 1 / the device's update rate, P parameters).
-// BSP (synchronous): every step waits for all pushes, the updates and all pulls:
-//   step = compute + 2 T_send + W c_u P / K.
-// ASP (asynchronous) and SSP (bounded staleness): workers never wait for each other, so the
-// throughput is bounded by the slower of the workers and the servers:
+// BSP (synchronous): every step waits for all pushes, the server's sum and update, and all pulls.
+// As dtrain's servers do it (ps/server.h), the W pushes are summed (gamma per byte, 4 P / K
+// bytes each in f32) and applied once:
+//   step = compute + 2 T_send + (W - 1) gamma 4 P / K + c_u P / K.
+// ASP (asynchronous) and SSP (bounded staleness): every push is one optimizer pass on arrival, and
+// workers never wait for each other, so the throughput is bounded by the slower of the workers
+// and the servers:
 //   worker period  = compute + 2 (K alpha + f n beta),
 //   server time per worker update = 2 (alpha + (n/K) beta) + c_u P / K,
 //   seconds per W worker steps = max(worker period, W * server time per update).
@@ -38,7 +41,7 @@ struct ServerPlan {
 
 struct ServerTime {
   double push = 0, pull = 0;   // T_send each way (BSP: the slower side; ASP: the worker's side)
-  double server_update = 0;    // server seconds per global step of W worker batches
+  double server_update = 0;    // server seconds of arithmetic per global step of W worker batches
   double step = 0;             // seconds per global step (W worker batches), compute included
   double exposed = 0;          // step - compute: what the workers wait
   bool servers_bound = false;  // ASP/SSP: the servers, not the workers, set the throughput

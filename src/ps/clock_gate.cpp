@@ -7,13 +7,15 @@
 
 namespace dtrain::ps {
 
-void Histogram::add(std::int64_t value) {
-  DT_CHECK(value >= 0, "histogram of non-negative values, got {}", value);
+void Histogram::add(std::int64_t value) { add_many(value, 1); }
+
+void Histogram::add_many(std::int64_t value, std::int64_t count) {
+  DT_CHECK(value >= 0 && count >= 0, "histogram of non-negative values, got {} x {}", count, value);
   const auto v = static_cast<std::size_t>(value);
   if (v >= counts_.size()) counts_.resize(v + 1, 0);
-  ++counts_[v];
-  ++total_;
-  sum_ += static_cast<double>(value);
+  counts_[v] += count;
+  total_ += count;
+  sum_ += static_cast<double>(value) * static_cast<double>(count);
 }
 
 std::int64_t Histogram::max() const {

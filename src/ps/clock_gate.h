@@ -28,6 +28,7 @@ namespace dtrain::ps {
 class Histogram {
  public:
   void add(std::int64_t value);
+  void add_many(std::int64_t value, std::int64_t count);
   std::int64_t total() const { return total_; }
   const std::vector<std::int64_t>& counts() const { return counts_; }  // counts()[v]: how often v
   std::int64_t max() const;                                            // -1 when empty

@@ -10,6 +10,10 @@
 //   push     worker -> server       PushHeader + the worker's gradient of shard k (f32)
 //   request  worker -> server       PullRequest: "weights for clock c", or "done after n pushes"
 //   weights  server -> worker       shard k of the weights (f32), the answer to a request
+//   stats    server -> worker 0     after every worker is done: StatsHeader, then the server's
+//                                   ps/run_stats.h as JSON text; while worker 0 is done and others
+//                                   still train, a StatsHeader of 0 bytes every timeout / 3 keeps
+//                                   its wait for the stats from timing out
 // A worker's step at clock c is: push the gradient of clock c to every server, then request clock
 // c + 1 from every server and wait for the weights; the server answers when the gate
 // (ps/clock_gate.h) opens. Messages of one kind between two ranks arrive in the order sent, so a
@@ -17,9 +21,9 @@
 // the gate's read-my-writes condition absorbs.
 //
 // Cost per worker step with K servers and N parameters (alpha: latency, beta: time per byte):
-// 2K messages out and K in, 4N bytes pushed and 4N pulled in all, so 2K alpha + 8N beta at the
-// worker; each server receives 4N/K bytes from each of the W workers and sends as many back,
-// 2 W alpha + 8 W N / K beta, which is why K servers share the load.
+// 2K messages out (pushes with a 16-byte header, 24-byte requests) and K in, 4N bytes pushed and
+// 4N pulled in all, so 2K alpha + 8N beta at the worker; each server receives 4N/K bytes from each of the W workers and
+// sends as many back, 2 W alpha + 8 W N / K beta, which is why K servers share the load.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +62,7 @@ inline constexpr int kTagInit = 20001;
 inline constexpr int kTagPush = 20002;
 inline constexpr int kTagRequest = 20003;
 inline constexpr int kTagWeights = 20004;
+inline constexpr int kTagStats = 20005;
 
 struct PushHeader {
   std::int64_t clock = 0;  // the clock of the weights the gradient was computed from
@@ -67,9 +72,15 @@ static_assert(sizeof(PushHeader) == 16);
 
 struct PullRequest {
   static constexpr std::int64_t kDone = -1;
-  std::int64_t clock = 0;   // the clock wanted, or kDone
-  std::int64_t pushes = 0;  // with kDone: how many pushes this worker made in all
+  std::int64_t clock = 0;     // the clock wanted, or kDone
+  std::int64_t pushes = 0;    // with kDone: how many pushes this worker made in all
+  double waited_seconds = 0;  // with kDone: the worker's time waiting for its pushes and pulls
 };
-static_assert(sizeof(PullRequest) == 16);
+static_assert(sizeof(PullRequest) == 24);
+
+struct StatsHeader {
+  std::int64_t bytes = 0;  // of the JSON text that follows; 0: a keep-alive, nothing follows
+};
+static_assert(sizeof(StatsHeader) == 8);
 
 }  // namespace dtrain::ps

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/timer.h"
 
 namespace dtrain::ps {
 namespace {
@@ -33,7 +34,7 @@ PsWorker::PsWorker(comm::Transport& transport, const PsConfig& config, std::vect
 PsWorker::~PsWorker() {
   if (!started_ || finished_) return;
   try {
-    finish();
+    send_done();                     // not the stats: an error is on its way out, and the others may train on for long
   } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): the servers report the silence
   }
 }
@@ -46,9 +47,27 @@ void PsWorker::pull(std::span<float* const> params, std::vector<comm::Request>& 
     pending.push_back(transport_.irecv(weight_buf_[i].data(), weight_buf_[i].size() * sizeof(float),
                                        config_.server_rank(k), kTagWeights));
   }
-  transport_.waitall(pending, deadline(), fmt::format("parameter-server pull of clock {}", clock_));
+  const Stopwatch waiting;
+  transport_.waitall(pending, deadline(), pull_description());
+  waited_seconds_ += waiting.seconds();
   pending.clear();
   for (int k = 0; k < config_.servers; ++k) sharding_.scatter(k, weight_buf_[static_cast<std::size_t>(k)], params);
+}
+
+std::string PsWorker::pull_description() const {
+  // Under BSP and SSP a server's silence may be another worker's: say what the gate waits for.
+  if (clock_ == 0) return "parameter-server pull of the initial weights";
+  switch (config_.sync) {
+    case SyncMode::kBsp:
+      return fmt::format("parameter-server pull of clock {} (bsp: answered once every worker pushed clock {})", clock_,
+                         clock_ - 1);
+    case SyncMode::kSsp:
+      return fmt::format("parameter-server pull of clock {} (ssp: answered once every worker pushed clock {})", clock_,
+                         clock_ - 1 - config_.staleness);
+    case SyncMode::kAsp:
+      break;
+  }
+  return fmt::format("parameter-server pull of clock {}", clock_);
 }
 
 void PsWorker::start(std::span<float* const> params) {
@@ -82,14 +101,36 @@ void PsWorker::step(std::span<const float* const> grads, double lr, std::span<fl
 
 void PsWorker::finish() {
   if (finished_) return;
+  send_done();
+  if (transport_.rank() == 0) receive_stats();
+}
+
+void PsWorker::send_done() {
   finished_ = true;
   for (int k = 0; k < config_.servers; ++k) {
     const auto i = static_cast<std::size_t>(k);
-    request_buf_[i] = PullRequest{PullRequest::kDone, clock_};
+    request_buf_[i] = PullRequest{PullRequest::kDone, clock_, waited_seconds_};
     pending_.push_back(transport_.isend(&request_buf_[i], sizeof(PullRequest), config_.server_rank(k), kTagRequest));
   }
   transport_.waitall(pending_, deadline(), "parameter-server done");
   pending_.clear();
+}
+
+void PsWorker::receive_stats() {
+  for (int k = 0; k < config_.servers; ++k) {
+    StatsHeader h;
+    // Keep-alives (0 bytes) come while other workers still train; each restarts the timeout.
+    do {
+      transport_.recv(&h, sizeof h, config_.server_rank(k), kTagStats, deadline(),
+                      fmt::format("parameter server {}'s stats (sent once every worker is done)", k));
+    } while (h.bytes == 0);
+    std::string text(static_cast<std::size_t>(h.bytes), '\0');
+    transport_.recv(text.data(), text.size(), config_.server_rank(k), kTagStats, deadline(),
+                    fmt::format("parameter server {}'s stats", k));
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded()) throw CommError(fmt::format("parameter server {} sent stats that are not JSON", k));
+    server_stats_.push_back(server_stats_from_json(j));
+  }
 }
 
 }  // namespace dtrain::ps

@@ -7,7 +7,8 @@
 // workers), request clock c + 1 from every server and wait for every shard's weights; the wait is
 // the gate's (BSP: until every worker pushed clock c; SSP: until the slowest is within S clocks;
 // ASP: only until this worker's own push is applied). finish() tells the servers this worker
-// pushes no more, so they stop waiting for it.
+// pushes no more, so they stop waiting for it, and how long it waited for them; worker 0 then
+// receives every server's stats (ps/run_stats.h) once the last worker is done.
 //
 // Cost per step: K pushes of 16 + 4 N_k bytes, K requests of 16 bytes, K answers of 4 N_k bytes
 // (N_k: shard k's elements), plus one gather and one scatter of the N parameters.
@@ -15,10 +16,12 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "comm/transport.h"
 #include "ps/protocol.h"
+#include "ps/run_stats.h"
 #include "ps/sharding.h"
 
 namespace dtrain::ps {
@@ -28,7 +31,8 @@ class PsWorker {
   // The worker of `transport.rank()` for tensors of `tensor_sizes` elements (every worker the
   // same sizes, in the same order).
   PsWorker(comm::Transport& transport, const PsConfig& config, std::vector<std::int64_t> tensor_sizes);
-  // Calls finish() if it was not called; an error there is dropped (the servers time out).
+  // Tells the servers this worker is done if finish() was not called; an error there is dropped
+  // (the servers time out).
   ~PsWorker();
   PsWorker(const PsWorker&) = delete;
   PsWorker& operator=(const PsWorker&) = delete;
@@ -38,9 +42,14 @@ class PsWorker {
   // Pushes `grads` (one pointer per tensor) for the current clock with learning rate `lr`, then
   // pulls the next clock's weights into `params`.
   void step(std::span<const float* const> grads, double lr, std::span<float* const> params);
+  // Worker 0 waits here until every worker is done and every server sent its stats.
   void finish();
 
   std::int64_t clock() const { return clock_; }
+  // Seconds this worker spent waiting for its pushes to leave and its pulls to arrive.
+  double waited_seconds() const { return waited_seconds_; }
+  // Worker 0 after finish(): each server's stats, in server order (empty on other workers).
+  const std::vector<ServerStats>& server_stats() const { return server_stats_; }
   const Sharding& sharding() const { return sharding_; }
   int rank() const { return transport_.rank(); }
 
@@ -48,6 +57,9 @@ class PsWorker {
   // Requests clock_ from every server and scatters the answers into params; the requests already
   // in `pending` (this step's pushes) are waited for with them.
   void pull(std::span<float* const> params, std::vector<comm::Request>& pending);
+  void send_done();
+  std::string pull_description() const;
+  void receive_stats();
   comm::Deadline deadline() const { return comm::Deadline::after(config_.timeout_seconds); }
 
   comm::Transport& transport_;
@@ -55,6 +67,8 @@ class PsWorker {
   Sharding sharding_;
   std::int64_t clock_ = 0;
   bool started_ = false, finished_ = false;
+  double waited_seconds_ = 0;
+  std::vector<ServerStats> server_stats_;
   std::vector<std::vector<float>> push_buf_;    // per server: PushHeader, then the shard's gradient
   std::vector<std::vector<float>> weight_buf_;  // per server: the shard's weights
   std::vector<PullRequest> request_buf_;        // per server

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/timer.h"
 
 namespace dtrain::ps {
 namespace {
@@ -61,11 +62,14 @@ ParameterServer::ParameterServer(comm::Transport& transport, const PsConfig& con
   arrived_.assign(workers, false);
   wanted_.assign(workers, -1);
   done_pushes_.assign(workers, -1);
+  worker_wait_.assign(workers, 0.0);
+  start_ = now_seconds();
 }
 
 ParameterServer::~ParameterServer() {
   std::vector<comm::Request> all;
   for (auto* list : {&push_req_, &request_req_, &reply_req_}) all.insert(all.end(), list->begin(), list->end());
+  all.push_back(keep_alive_req_);
   transport_.cancel(all);
 }
 
@@ -94,6 +98,11 @@ void ParameterServer::on_request(int w) {
     DT_CHECK(r.pushes >= gate_.clock(w), "worker {} says it made {} pushes, {} were applied", w, r.pushes,
              gate_.clock(w));
     done_pushes_[i] = r.pushes;  // no more requests from it
+    worker_wait_[i] = r.waited_seconds;
+    if (first_done_ < 0) {
+      first_done_ = now_seconds() - start_;
+      gradients_all_running_ = gradients_;
+    }
     return;
   }
   DT_CHECK(wanted_[i] < 0, "worker {} asked for clock {} before clock {} was answered", w, r.clock, wanted_[i]);
@@ -110,6 +119,7 @@ void ParameterServer::apply_push(int w) {
   optimizer_->set_lr(h.lr / config_.workers);
   optimizer_->step();
   ++version_;
+  ++gradients_;
   gate_.advance(w);
   post_push(w);
 }
@@ -143,6 +153,7 @@ bool ParameterServer::apply_bsp_clock() {
   optimizer_->set_lr(h.lr);
   optimizer_->step();
   ++version_;
+  gradients_ += count;
   for (int w = 0; w < config_.workers; ++w) {
     if (gate_.finished(w)) continue;
     arrived_[static_cast<std::size_t>(w)] = false;
@@ -193,6 +204,50 @@ void ParameterServer::throw_silence() const {
       index_, transport_.rank(), config_.timeout_seconds, fmt::join(silent.empty() ? running : silent, ", ")));
 }
 
+ServerStats ParameterServer::stats() const {
+  ServerStats s;
+  s.server = index_;
+  s.updates = version_;
+  s.gradients = gradients_;
+  s.seconds = first_push_ < 0 ? 0.0 : last_message_ - first_push_;
+  s.busy_seconds = busy_;
+  if (first_push_ >= 0) {
+    const bool ended = first_done_ >= 0;
+    s.all_running_seconds = (ended ? first_done_ : last_message_) - first_push_;
+    s.all_running_gradients = ended ? gradients_all_running_ : gradients_;
+  }
+  s.gaps = gate_.gaps();
+  s.taus = gate_.taus();
+  for (int w = 0; w < config_.workers; ++w) {
+    s.tau_mean_per_worker.push_back(gate_.taus_of(w).mean());
+    s.worker_pushes.push_back(gate_.clock(w));
+  }
+  s.queue_depth = queue_depth_;
+  s.worker_wait_seconds = worker_wait_;
+  return s;
+}
+
+void ParameterServer::keep_worker0_waiting() {
+  // Worker 0 waits for the stats with the run's timeout; while others still train, tell it the
+  // server is alive (a 0-byte StatsHeader) every timeout / 3.
+  if (config_.timeout_seconds <= 0 || !gate_.finished(0)) return;
+  const double now = now_seconds();
+  if (now - last_keep_alive_ < config_.timeout_seconds / 3) return;
+  if (!keep_alive_req_.done && !transport_.test(keep_alive_req_, "parameter server: keep-alive")) return;
+  keep_alive_req_ = transport_.isend(&keep_alive_, sizeof keep_alive_, 0, kTagStats);
+  last_keep_alive_ = now;
+}
+
+void ParameterServer::send_stats() {
+  const std::string text = to_json(stats()).dump();
+  const StatsHeader h{static_cast<std::int64_t>(text.size())};
+  std::vector<comm::Request> sends{keep_alive_req_, transport_.isend(&h, sizeof h, 0, kTagStats),
+                                   transport_.isend(text.data(), text.size(), 0, kTagStats)};
+  keep_alive_req_ = comm::Request{};
+  transport_.waitall(sends, comm::Deadline::after(config_.timeout_seconds),
+                     fmt::format("parameter server {}: stats to worker 0", index_));
+}
+
 void ParameterServer::run() {
   transport_.recv(weights_.data().raw_data(), weights_.data().nbytes(), 0, kTagInit,
                   comm::Deadline::after(config_.timeout_seconds), "parameter server: initial weights");
@@ -205,10 +260,13 @@ void ParameterServer::run() {
   comm::Deadline quiet = comm::Deadline::after(config_.timeout_seconds);
   for (;;) {
     bool progress = false;
+    int messages = 0;
+    const double poll_start = now_seconds();
     for (int w = 0; w < config_.workers; ++w) {
       const auto i = static_cast<std::size_t>(w);
       if (!arrived_[i] && !push_req_[i].done && transport_.test(push_req_[i], "parameter server: push")) {
-        progress = true;
+        ++messages;
+        if (first_push_ < 0) first_push_ = poll_start - start_;
         if (bsp) {
           arrived_[i] = true;  // its buffer holds the push until the clock is applied
         } else {
@@ -216,15 +274,23 @@ void ParameterServer::run() {
         }
       }
       if (!request_req_[i].done && transport_.test(request_req_[i], "parameter server: request")) {
-        progress = true;
+        ++messages;
         on_request(w);
       }
       if (!reply_req_[i].done && transport_.test(reply_req_[i], "parameter server: weights")) progress = true;
     }
+    progress |= messages > 0;
     progress |= retire_finished();
     if (bsp) progress |= apply_bsp_clock();
     progress |= retire_finished();
     progress |= answer_pulls();
+    if (messages > 0) {
+      queue_depth_.add(messages);
+      const double now = now_seconds();
+      busy_ += now - poll_start;
+      last_message_ = now - start_;
+    }
+    keep_worker0_waiting();
     bool all_done = true;
     for (int w = 0; w < config_.workers; ++w) {
       all_done = all_done && gate_.finished(w) && reply_req_[static_cast<std::size_t>(w)].done;
@@ -243,6 +309,7 @@ void ParameterServer::run() {
   for (auto* list : {&push_req_, &request_req_}) open.insert(open.end(), list->begin(), list->end());
   transport_.cancel(open);
   for (auto* list : {&push_req_, &request_req_}) std::fill(list->begin(), list->end(), comm::Request{});
+  send_stats();
 }
 
 }  // namespace dtrain::ps

@@ -12,7 +12,8 @@
 //        in every mode). Momentum and adaptive state still see W steps per clock, so the modes
 //        differ beyond the order of the updates.
 // Pulls are answered through the gate (ps/clock_gate.h) with the weights as they are then; gap and
-// tau of every applied gradient are recorded there.
+// tau of every applied gradient are recorded there, and with them the rest of ps/run_stats.h,
+// which the server sends worker 0 when every worker is done.
 //
 // Waiting: the server polls its requests with Transport::test and, when a poll finds nothing to
 // do, sleeps (20 us, doubling to 200 us), so it never spins a core that the workers need; the
@@ -32,6 +33,7 @@
 #include "optim/optimizer.h"
 #include "ps/clock_gate.h"
 #include "ps/protocol.h"
+#include "ps/run_stats.h"
 #include "ps/sharding.h"
 
 namespace dtrain::ps {
@@ -47,7 +49,8 @@ class ParameterServer {
   ParameterServer(const ParameterServer&) = delete;
   ParameterServer& operator=(const ParameterServer&) = delete;
 
-  // Receives the initial weights from worker 0, then serves until every worker is done.
+  // Receives the initial weights from worker 0, serves until every worker is done, then sends
+  // worker 0 its stats.
   void run();
 
   int index() const { return index_; }
@@ -56,6 +59,8 @@ class ParameterServer {
   Optimizer& optimizer() { return *optimizer_; }
   const ClockGate& gate() const { return gate_; }
   std::int64_t updates() const { return version_; }
+  // What the run did so far (complete after run()).
+  ServerStats stats() const;
 
  private:
   void post_push(int w);
@@ -68,6 +73,8 @@ class ParameterServer {
   PushHeader header(int w) const;
   float* gradient(int w);
   [[noreturn]] void throw_silence() const;
+  void keep_worker0_waiting();
+  void send_stats();
 
   comm::Transport& transport_;
   PsConfig config_;
@@ -88,6 +95,17 @@ class ParameterServer {
   std::vector<std::int64_t> wanted_;       // clock of a pull not yet answered, or -1
   std::vector<std::int64_t> done_pushes_;  // pushes announced with "done", or -1
   std::vector<float> sum_;                 // BSP: the clock's sum
+
+  // For stats(): seconds since construction of the first push and of the first "done", busy
+  // time, gradients applied (in all and before the first "done"), messages per busy poll, and
+  // the workers' reported waits.
+  double start_ = 0, first_push_ = -1, first_done_ = -1, last_message_ = 0, busy_ = 0;
+  std::int64_t gradients_ = 0, gradients_all_running_ = 0;
+  Histogram queue_depth_;
+  std::vector<double> worker_wait_;
+  StatsHeader keep_alive_{0};
+  comm::Request keep_alive_req_;
+  double last_keep_alive_ = 0;
 };
 
 }  // namespace dtrain::ps

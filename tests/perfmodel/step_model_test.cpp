@@ -374,7 +374,10 @@ TEST(ParameterServer, HashemiTotals) {
   const ServerTime bsp = parameter_server_time(plan, params, compute, p);
   const double worker_send = 4 * 1e-5 + n / 1e9, server_send = 16 * (1e-5 + n / 4 / 1e9);
   EXPECT_DOUBLE_EQ(bsp.push, std::max(worker_send, server_send));
-  EXPECT_DOUBLE_EQ(bsp.step, compute + 2 * bsp.push + 16 * params / 4.0 / 1e10);
+  // The server sums the 16 pushes of its shard (15 additions of 4 P / K bytes at 1e12 B/s) and
+  // steps once (P / K parameters at 1e10 per second), as ps/server.cpp does.
+  EXPECT_DOUBLE_EQ(bsp.server_update, 15 * 4.0 * params / 4 / 1e12 + params / 4.0 / 1e10);
+  EXPECT_DOUBLE_EQ(bsp.step, compute + 2 * bsp.push + bsp.server_update);
   plan.sync = Sync::kAsp;
   const ServerTime asp = parameter_server_time(plan, params, compute, p);
   const double per_update = 2 * (1e-5 + n / 4 / 1e9) + params / 4.0 / 1e10;

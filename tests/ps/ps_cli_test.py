@@ -24,9 +24,20 @@ def records(path):
 
 
 def trained(dtrain, np, flags, log):
+    """The output and the log's records: config first, then epochs, then (--mode ps) the "ps" record."""
     rc, out = run(MPIRUN + ["-np", str(np), dtrain, "train", *COMMON, "--log", log, *flags])
     assert rc == 0, out
-    return out, records(log)
+    recs = records(log)
+    if "--mode" in flags:
+        ps = recs[-1]
+        assert ps["type"] == "ps" and ps["steps_per_second"] > 0, (ps, out)
+        server = ps["servers"][0]
+        assert sum(server["gap_histogram"]) == server["gradients"], ps
+        assert len(ps["worker_wait_seconds"]) == ps["workers"], ps
+        assert "staleness: clock gap max" in out and "global steps/s while all" in out, out
+        recs = recs[:-1]
+    assert recs[-1]["type"] == "epoch", recs[-1]
+    return out, recs
 
 
 def main():

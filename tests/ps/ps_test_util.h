@@ -15,6 +15,7 @@
 #include "ps/clock_gate.h"
 #include "ps/protocol.h"
 #include "ps/ps_worker.h"
+#include "ps/run_stats.h"
 #include "ps/server.h"
 
 namespace dtrain::ps::testing {
@@ -25,6 +26,7 @@ struct ServerOutcome {
   Histogram gaps, taus;
   std::vector<Histogram> worker_taus;
   std::int64_t updates = 0;
+  ServerStats stats;  // as the server counted them
 };
 
 struct PsOutcome {
@@ -61,6 +63,7 @@ inline PsOutcome run_ps(const PsConfig& config, const OptimizerConfig& optimizer
     o.gaps = server.gate().gaps();
     o.taus = server.gate().taus();
     o.updates = server.updates();
+    o.stats = server.stats();
     for (int w = 0; w < config.workers; ++w) o.worker_taus.push_back(server.gate().taus_of(w));
   });
   for (const ServerOutcome& s : out.servers) out.weights.insert(out.weights.end(), s.weights.begin(), s.weights.end());
@@ -96,8 +99,10 @@ inline std::vector<float> constant_push_result(int workers, int clocks) {
 
 // Worker `t.rank()` of the constant-push check: `clocks` steps at learning rate `lr`, calling
 // `compute(c)` (a sleep standing in for forward and backward) before the push of clock c.
+// Worker 0 stores the stats the servers sent it in `reported` when given.
 inline void constant_push_worker(comm::Transport& t, const PsConfig& config, int clocks, double lr,
-                                 const std::function<void(int)>& compute = {}) {
+                                 const std::function<void(int)>& compute = {},
+                                 std::vector<ServerStats>* reported = nullptr) {
   const auto& sizes = split_sizes();
   std::vector<std::vector<float>> params, grads;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -127,6 +132,8 @@ inline void constant_push_worker(comm::Transport& t, const PsConfig& config, int
   }
   EXPECT_EQ(worker.clock(), clocks);
   worker.finish();
+  EXPECT_EQ(worker.server_stats().size(), t.rank() == 0 ? static_cast<std::size_t>(config.servers) : 0U);
+  if (reported != nullptr && t.rank() == 0) *reported = worker.server_stats();
 }
 
 }  // namespace dtrain::ps::testing

@@ -22,13 +22,18 @@ using testing::test_config;
 
 // Each worker pushes the constant gradient (rank + 1) `clocks` times with learning rate `lr`,
 // sleeping `compute_of(rank)` before each push.
+// Worker 0's copy of the servers' stats goes to `reported` when given.
 PsOutcome constant_pushes(const PsConfig& config, int clocks, double lr,
-                          const std::function<std::chrono::microseconds(int)>& compute_of) {
+                          const std::function<std::chrono::microseconds(int)>& compute_of,
+                          std::vector<ServerStats>* reported = nullptr) {
   return run_ps(config, testing::plain_sgd(lr), testing::split_total(), [&](comm::Transport& t) {
     const std::chrono::microseconds compute = compute_of(t.rank());
-    testing::constant_push_worker(t, config, clocks, lr, [compute](int) {
-      if (compute.count() > 0) std::this_thread::sleep_for(compute);
-    });
+    testing::constant_push_worker(
+        t, config, clocks, lr,
+        [compute](int) {
+          if (compute.count() > 0) std::this_thread::sleep_for(compute);
+        },
+        reported);
   });
 }
 
@@ -42,8 +47,25 @@ TEST(ParameterServer, EveryModeAppliesEveryPushExactlyOnce) {
       const PsConfig config = test_config(kWorkers, servers, mode, 2);
       // --lr W: SSP and ASP apply lr / W = 1 per push, BSP lr times the mean, so each clock's
       // pushes move every weight by exactly sum(rank + 1) in every mode.
-      const PsOutcome out = constant_pushes(config, kClocks, kWorkers, no_sleep);
+      std::vector<ServerStats> reported;
+      const PsOutcome out = constant_pushes(config, kClocks, kWorkers, no_sleep, &reported);
       EXPECT_EQ(out.weights, testing::constant_push_result(kWorkers, kClocks)) << what;
+      ASSERT_EQ(reported.size(), static_cast<std::size_t>(servers)) << what;
+      for (int k = 0; k < servers; ++k) {
+        // Worker 0 received what each server counted.
+        const ServerStats& got = reported[static_cast<std::size_t>(k)];
+        const ServerStats& kept = out.servers[static_cast<std::size_t>(k)].stats;
+        EXPECT_EQ(got.server, k) << what;
+        EXPECT_EQ(to_json(got), to_json(kept)) << what;
+        EXPECT_EQ(got.gradients, kClocks * kWorkers) << what;
+        EXPECT_EQ(got.worker_pushes, std::vector<std::int64_t>(kWorkers, kClocks)) << what;
+        EXPECT_EQ(got.gaps.counts(), out.servers[static_cast<std::size_t>(k)].gaps.counts()) << what;
+        ASSERT_EQ(got.worker_wait_seconds.size(), static_cast<std::size_t>(kWorkers)) << what;
+        for (double wait : got.worker_wait_seconds) EXPECT_GE(wait, 0) << what;
+        EXPECT_LE(got.all_running_gradients, got.gradients) << what;
+        EXPECT_LE(got.busy_seconds, got.seconds + 1e-9) << what;
+        EXPECT_GT(got.queue_depth.total(), 0) << what;
+      }
       for (const auto& s : out.servers) {
         EXPECT_EQ(s.gaps.total(), kClocks * kWorkers) << what << ": one record per applied gradient";
         EXPECT_EQ(s.updates, mode == SyncMode::kBsp ? kClocks : kClocks * kWorkers) << what;
@@ -107,6 +129,30 @@ TEST(ParameterServer, ASilentWorkerEndsTheRunWithinTheTimeoutNamingIt) {
   EXPECT_LT(seconds, 10);
   EXPECT_NE(server_error.find("no message for 1 s from worker rank(s) 1 "), std::string::npos) << server_error;
   EXPECT_NE(worker_error.find("rank 2"), std::string::npos) << worker_error;
+}
+
+// Worker 0 done while another trains on for longer than the timeout: the servers' keep-alives
+// keep worker 0 waiting for their stats instead of timing out.
+TEST(ParameterServer, WorkerZeroWaitsForTheStatsLongerThanTheTimeout) {
+  PsConfig config = test_config(2, 2, SyncMode::kAsp);
+  config.timeout_seconds = 0.6;
+  std::vector<ServerStats> reported;
+  const auto start = std::chrono::steady_clock::now();
+  const PsOutcome out = run_ps(config, testing::plain_sgd(2), testing::split_total(), [&](comm::Transport& t) {
+    const int clocks = t.rank() == 0 ? 2 : 10;
+    testing::constant_push_worker(
+        t, config, clocks, 2,
+        [&t](int) {
+          if (t.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        },
+        &reported);
+  });
+  EXPECT_GT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.5);
+  ASSERT_EQ(reported.size(), 2U);
+  EXPECT_EQ(reported[1].worker_pushes, (std::vector<std::int64_t>{2, 10}));
+  EXPECT_EQ(reported[0].all_running_gradients + 10, reported[0].gradients)
+      << "the all-running window ends with worker 0's done, before any of worker 1's 10 pushes (it sleeps 200 ms "
+         "before each)";
 }
 
 // Equal workers in ASP: between a worker's read and its next push every other worker pushes

@@ -22,3 +22,11 @@ if(DTRAIN_MPI AND EXISTS "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-uby
   add_test(NAME ps_cli COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ps_cli_test.py $<TARGET_FILE:dtrain_cli>)
   set_tests_properties(ps_cli PROPERTIES LABELS "ps;mpi" TIMEOUT 300 RUN_SERIAL TRUE)
 endif()
+
+# Faults under mpirun: a stopped server or worker named within --timeout, a killed server ends the
+# job, an uneven data size finishes under BSP.
+if(DTRAIN_MPI AND EXISTS "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")
+  add_test(NAME ps_faults COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ps_fault_test.py
+                                  $<TARGET_FILE:dtrain_cli>)
+  set_tests_properties(ps_faults PROPERTIES LABELS "ps;mpi" TIMEOUT 300 RUN_SERIAL TRUE)
+endif()

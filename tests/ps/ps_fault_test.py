@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Faults in `dtrain train --mode ps` under mpirun (registered by tests/ps/tests.cmake).
+
+usage: ps_fault_test.py DTRAIN
+  A server stopped with SIGSTOP (alive, silent): the workers stop within --timeout + 10 s, non-zero,
+  naming the server's rank. A worker stopped likewise: the servers stop within the timeout, naming
+  it. A server killed with SIGKILL: the job ends within 10 s. A data size that the workers do not
+  divide (--limit 1000, 3 workers x batch 64) finishes its epoch under BSP.
+"""
+import os, signal, subprocess, sys, tempfile, time
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
+TIMEOUT = 5  # dtrain's --timeout, seconds
+
+
+def rank_pid(mpirun_pid, rank, deadline=60):
+    """The pid of MPI rank `rank` among the descendants of mpirun (from its environment)."""
+    end = time.time() + deadline
+    while time.time() < end:
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+                with open(f"/proc/{pid}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError):
+                continue
+            if env.get(b"OMPI_COMM_WORLD_RANK") == str(rank).encode() and ppid == mpirun_pid:
+                return int(pid)
+        time.sleep(0.2)
+    raise AssertionError(f"no process of rank {rank} under mpirun {mpirun_pid}")
+
+
+def fault(dtrain, victim, sig, log):
+    """Starts 3 workers and 1 server on a long run, sends `sig` to rank `victim` once training
+    runs, and returns (seconds from the signal to mpirun's exit, exit status, output)."""
+    cmd = MPIRUN + ["-np", "4", dtrain, "train", "--mode", "ps", "--servers", "1", "--model", "mlp", "--epochs",
+                    "50", "--threads", "1", "--progress", "none", "--log-every", "1", "--log", log,
+                    "--timeout", str(TIMEOUT)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        pid = rank_pid(p.pid, victim)
+        end = time.time() + 120
+        while time.time() < end:  # until a few steps are logged: the servers serve
+            if os.path.exists(log) and sum(1 for _ in open(log)) > 5:
+                break
+            time.sleep(0.2)
+        os.kill(pid, sig)
+        signalled = time.time()
+        try:
+            out, _ = p.communicate(timeout=TIMEOUT + 60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"mpirun still runs {TIMEOUT + 60} s after signal {sig} to rank {victim}")
+        return time.time() - signalled, p.returncode, out
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGCONT)
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def main():
+    dtrain = sys.argv[1]
+    with tempfile.TemporaryDirectory() as d:
+        log = os.path.join(d, "log.jsonl")
+        seconds, rc, out = fault(dtrain, 3, signal.SIGSTOP, log)
+        assert rc != 0 and seconds < TIMEOUT + 10, (seconds, rc, out)
+        assert "waiting for rank 3" in out, out
+        seconds, rc, out = fault(dtrain, 1, signal.SIGSTOP, os.path.join(d, "log2.jsonl"))
+        assert rc != 0 and seconds < TIMEOUT + 10, (seconds, rc, out)
+        # The server names the stopped worker; the other workers, which time out too, say why the
+        # server did not answer them.
+        assert "from worker rank(s) 1 " in out and "answered once every worker pushed clock" in out, out
+        seconds, rc, out = fault(dtrain, 3, signal.SIGKILL, os.path.join(d, "log3.jsonl"))
+        assert rc != 0 and seconds < 10, (seconds, rc, out)
+
+        p = subprocess.run(MPIRUN + ["-np", "4", dtrain, "train", "--mode", "ps", "--model", "mlp", "--limit", "1000",
+                                     "--epochs", "1", "--threads", "1", "--progress", "none", "--eval-limit", "500",
+                                     "--log", "", "--timeout", str(TIMEOUT)],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0 and "final test accuracy" in p.stdout, p.stdout + p.stderr
+    print("ps_fault: a stopped server and a stopped worker named within the timeout, a killed server ends the job, "
+          "an uneven data size finishes")
+
+
+if __name__ == "__main__":
+    main()
