@@ -21,7 +21,8 @@ void add_checkpoint_flags(CLI::App& command, CheckpointFlags& flags) {
 
 std::unique_ptr<Checkpointer> make_checkpointer(const CheckpointFlags& f, Module& model, Optimizer& optimizer,
                                                 ProcessGroup& group, nlohmann::json config,
-                                                std::int64_t iterations_per_epoch, bool double_buffering) {
+                                                std::int64_t iterations_per_epoch, bool double_buffering, bool solo,
+                                                std::function<void()> before_save) {
   if (f.dir.empty()) {
     if (f.resume || !f.every.empty()) throw InputError("--resume and --checkpoint-every need --checkpoint-dir DIR");
     return nullptr;
@@ -37,9 +38,10 @@ std::unique_ptr<Checkpointer> make_checkpointer(const CheckpointFlags& f, Module
   o.keep = f.keep;
   o.config = std::move(config);
   o.iterations_per_epoch = iterations_per_epoch;
-  o.group.rank = group.rank;
-  o.group.size = group.size;
-  if (group.active()) {
+  o.group.rank = solo ? 0 : group.rank;
+  o.group.size = solo ? 1 : group.size;
+  o.before_save = std::move(before_save);
+  if (group.active() && !solo) {
     o.group.allgather = [&group](void* all, std::size_t bytes_per_rank) {
       group.worker->run([&](comm::Communicator& c) { c.allgather(all, bytes_per_rank); });
     };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -23,8 +24,11 @@ void add_checkpoint_flags(CLI::App& command, CheckpointFlags& flags);
 
 // nullptr without --checkpoint-dir. Checks the flags (a step schedule cannot be combined with
 // double buffering, whose in-flight gradients a checkpoint does not hold). Rank 0 prints notes.
+// `solo`: this rank checkpoints alone, without collectives (parameter-server worker 0, whose
+// model and optimizer `before_save` fills from the servers).
 std::unique_ptr<Checkpointer> make_checkpointer(const CheckpointFlags& flags, Module& model, Optimizer& optimizer,
                                                 ProcessGroup& group, nlohmann::json config,
-                                                std::int64_t iterations_per_epoch, bool double_buffering);
+                                                std::int64_t iterations_per_epoch, bool double_buffering,
+                                                bool solo = false, std::function<void()> before_save = {});
 
 }  // namespace dtrain::cli

@@ -22,7 +22,7 @@ void add_ps_flags(CLI::App& command, PsFlags& flags) {
   command.add_option("--staleness", flags.staleness, "--sync ssp: how many clocks a worker may run ahead (S >= 0)");
 }
 
-std::optional<ps::PsConfig> ps_config(const PsFlags& f, const ProcessGroup& group, double timeout_seconds) {
+std::optional<ps::PsConfig> ps_config(const PsFlags& f, const ProcessGroup& group, double timeout_seconds, DType wire) {
   if (f.mode == "allreduce") {
     if (f.servers != 1 || f.sync != "bsp" || f.staleness >= 0) {
       throw InputError("--servers, --sync and --staleness apply to parameter-server training: add --mode ps");
@@ -51,21 +51,18 @@ std::optional<ps::PsConfig> ps_config(const PsFlags& f, const ProcessGroup& grou
   c.workers = group.size - f.servers;
   c.staleness = std::max<std::int64_t>(0, f.staleness);
   c.timeout_seconds = timeout_seconds;
+  c.wire = wire;
   c.validate(group.size);
   return c;
 }
 
-void check_ps_supports(bool double_buffering, int accumulate, const std::string& comm_dtype,
-                       const std::string& checkpoint_dir, const std::string& trace, const std::string& profile) {
+void check_ps_supports(bool double_buffering, int accumulate, const std::string& trace) {
   const auto refuse = [](const char* flag) {
     throw InputError(fmt::format("{} is not available with --mode ps yet; leave it out or use --mode allreduce", flag));
   };
   if (double_buffering) refuse("--double-buffering");
   if (accumulate != 1) refuse("--accumulate");
-  if (comm_dtype != "f32") refuse("--comm-dtype f16/bf16");
-  if (!checkpoint_dir.empty()) refuse("--checkpoint-dir");
   if (!trace.empty()) refuse("--trace");
-  if (!profile.empty()) refuse("--profile");
 }
 
 int run_parameter_server(ProcessGroup& group, const ps::PsConfig& config, const OptimizerConfig& optimizer,

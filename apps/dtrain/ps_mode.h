@@ -26,16 +26,16 @@ void add_ps_flags(CLI::App& command, PsFlags& flags);
 
 // What the flags ask for: nullopt for --mode allreduce. Throws InputError naming the fix for a
 // parameter-server flag without --mode ps, --mode ps without mpirun, K < 1, K >= the ranks,
-// S < 0, --staleness without --sync ssp.
-std::optional<ps::PsConfig> ps_config(const PsFlags& flags, const ProcessGroup& group, double timeout_seconds);
+// S < 0, --staleness without --sync ssp. `wire`: the pushes' type (--comm-dtype).
+std::optional<ps::PsConfig> ps_config(const PsFlags& flags, const ProcessGroup& group, double timeout_seconds,
+                                      DType wire);
 
-// What parameter-server training does not do yet (double buffering, accumulation, 16-bit pushes,
-// checkpoints, traces, --profile): InputError naming the flag.
-void check_ps_supports(bool double_buffering, int accumulate, const std::string& comm_dtype,
-                       const std::string& checkpoint_dir, const std::string& trace, const std::string& profile);
+// What parameter-server training does not do yet (double buffering, accumulation, traces):
+// InputError naming the flag.
+void check_ps_supports(bool double_buffering, int accumulate, const std::string& trace);
 
-// This rank's server (a rank >= the workers) until every worker is done; the first server prints
-// its updates and the staleness it saw. Returns the exit code.
+// This rank's server (a rank >= the workers) until every worker is done; its stats go to worker
+// 0, which prints and logs them. Returns the exit code.
 int run_parameter_server(ProcessGroup& group, const ps::PsConfig& config, const OptimizerConfig& optimizer,
                          std::int64_t parameters);
 

@@ -1,5 +1,7 @@
 #include "apps/dtrain/slowdown_flags.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace dtrain::cli {
@@ -36,6 +38,19 @@ SlowdownConfig slowdown_config(const SlowdownFlags& f, int workers, std::uint64_
 std::unique_ptr<Updater> with_slowdown(std::unique_ptr<Updater> updater, const SlowdownConfig& config, int rank) {
   if (!config.active()) return updater;
   return std::make_unique<SlowedUpdater>(std::move(updater), config, rank);
+}
+
+perf::WorkerSpeeds worker_speeds(const SlowdownConfig& c, int workers) {
+  perf::WorkerSpeeds s;
+  s.workers = workers;
+  if (!c.active()) return s;
+  s.straggler = c.mode == SlowdownConfig::Mode::kPersistent ? perf::WorkerSpeeds::Straggler::kPersistent
+                                                            : perf::WorkerSpeeds::Straggler::kRandom;
+  s.factor = c.factor;
+  s.slow_worker = std::max(0, c.rank);
+  s.probability = c.probability;
+  s.seed = c.seed;
+  return s;
 }
 
 nlohmann::json slowdown_json(const SlowdownConfig& c) {

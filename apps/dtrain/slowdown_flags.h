@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "perfmodel/sync_rules.h"
 #include "train/slowdown.h"
 
 namespace dtrain::cli {
@@ -26,6 +27,9 @@ SlowdownConfig slowdown_config(const SlowdownFlags& flags, int workers, std::uin
 
 // `updater` wrapped so that worker `rank` is slowed as configured; unchanged when nothing is.
 std::unique_ptr<Updater> with_slowdown(std::unique_ptr<Updater> updater, const SlowdownConfig& config, int rank);
+
+// The same slowdown as the performance model's worker speeds, for dtrain train --profile.
+perf::WorkerSpeeds worker_speeds(const SlowdownConfig& config, int workers);
 
 // {"mode", "rank", "factor", "probability"} for the metrics log's config record.
 nlohmann::json slowdown_json(const SlowdownConfig& config);

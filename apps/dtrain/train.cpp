@@ -182,8 +182,8 @@ int run_train(TrainOptions o) {
 
   ProcessGroup group = join_process_group(o.timeout, o.chunk_kb);
   const bool leader = group.rank == 0;
-  const std::optional<ps::PsConfig> ps = ps_config(o.ps, group, o.timeout);
-  if (ps) check_ps_supports(o.double_buffering, o.accumulate, o.comm_dtype, o.checkpoint.dir, o.trace, o.profile);
+  const std::optional<ps::PsConfig> ps = ps_config(o.ps, group, o.timeout, dp.comm_dtype);
+  if (ps) check_ps_supports(o.double_buffering, o.accumulate, o.trace);
   // The ranks that train (all but the parameter servers) and the sums over them: a parameter
   // server takes part in no collective after start-up, so parameter-server workers sum nothing.
   const int workers = ps ? ps->workers : group.size;
@@ -200,10 +200,16 @@ int run_train(TrainOptions o) {
   auto model = make_model(o.model, input, rng);
   auto optimizer = make_optimizer(o.optimizer, model->parameters());
   const Shape sample{input.channels, input.height, input.width};
-  const auto plan =
-      perf::plan_for_train(o.profile, *model, sample, o.model, group.size, o.batch, dp, o.allreduce == "auto",
-                           auto_bucket, group.active() ? group.comm->options().chunk_bytes : 0);
-  if (plan && group.active()) {
+  const SlowdownConfig slowdown = slowdown_config(o.slowdown, workers, o.seed);
+  std::optional<perf::ParameterServerShape> ps_shape;
+  if (ps) {
+    ps_shape = perf::ParameterServerShape{ps->servers, perf::parse_sync(std::string(ps::sync_mode_name(ps->sync))),
+                                          static_cast<int>(ps->staleness)};
+  }
+  const auto plan = perf::plan_for_train(
+      o.profile, *model, sample, o.model, workers, o.batch, dp, o.allreduce == "auto", auto_bucket,
+      group.active() ? group.comm->options().chunk_bytes : 0, ps_shape, worker_speeds(slowdown, workers));
+  if (plan && group.active() && !ps) {
     o.allreduce = comm::algorithm_name(dp.algorithm);
     o.bucket_mb = static_cast<double>(dp.bucket_bytes) / (1 << 20);
     if (leader && plan->choice) fmt::print("--allreduce/--bucket-mb auto: {}\n", perf::describe_choice(*plan->choice));
@@ -230,8 +236,9 @@ int run_train(TrainOptions o) {
                o.model, model->num_parameters(), cost.forward_flops / 1e6, train.describe(), o.epochs,
                sampler.batches_per_epoch(), o.batch);
     if (ps) {
-      fmt::print(" per worker x {} workers, {} parameter server(s), sync {}{}", ps->workers, ps->servers, o.ps.sync,
-                 ps->sync == ps::SyncMode::kSsp ? fmt::format(" (staleness {})", ps->staleness) : "");
+      fmt::print(" per worker x {} workers, {} parameter server(s), sync {}{}, pushes in {}", ps->workers, ps->servers,
+                 o.ps.sync, ps->sync == ps::SyncMode::kSsp ? fmt::format(" (staleness {})", ps->staleness) : "",
+                 o.comm_dtype);
     } else if (group.active()) {
       fmt::print(" per rank x {} ranks, allreduce {} in {}, {}", group.size, o.allreduce, o.comm_dtype,
                  group.describe_chunk());
@@ -258,17 +265,27 @@ int run_train(TrainOptions o) {
   // need not match it.
   const std::optional<double> core_round_trip = ps ? std::nullopt : group.core_round_trip();
   if (group.active()) config["chunk_kb"] = static_cast<double>(group.comm->options().chunk_bytes) / 1024;
-  auto checkpointer = make_checkpointer(o.checkpoint, *model, *optimizer, group, config, sampler.batches_per_epoch(),
-                                        o.double_buffering);
+  // Parameter-server runs: worker 0 checkpoints alone, its model and optimizer filled from the
+  // servers before each checkpoint; on resume it restores them before the servers start from them,
+  // and tells the other workers the step to continue from.
+  ps::PsUpdater* ps_worker = nullptr;
+  std::unique_ptr<Checkpointer> checkpointer;
+  if (!ps || leader) {
+    std::function<void()> fetch_from_servers;
+    if (ps) fetch_from_servers = [&ps_worker] { ps_worker->fetch_server_state(); };
+    checkpointer = make_checkpointer(o.checkpoint, *model, *optimizer, group, config, sampler.batches_per_epoch(),
+                                     o.double_buffering, ps.has_value(), std::move(fetch_from_servers));
+  }
+  std::int64_t ps_start = 0;
+  if (ps && checkpointer && o.checkpoint.resume) ps_start = checkpointer->resume();
 
-  const SlowdownConfig slowdown = slowdown_config(o.slowdown, workers, o.seed);
   if (slowdown.active()) config["slowdown"] = slowdown_json(slowdown);
   std::unique_ptr<Updater> updater;
   DataParallelUpdater* data_parallel = nullptr;
-  ps::PsUpdater* ps_worker = nullptr;
   if (ps) {
-    auto psu = std::make_unique<ps::PsUpdater>(*model, *optimizer, group.comm->transport(), *ps);
+    auto psu = std::make_unique<ps::PsUpdater>(*model, *optimizer, group.comm->transport(), *ps, ps_start > 0);
     ps_worker = psu.get();
+    if (o.checkpoint.resume) ps_start = psu->share_start_step(ps_start);
     updater = std::move(psu);
   } else if (group.active()) {
     auto dpu = std::make_unique<DataParallelUpdater>(*model, *optimizer, *group.worker, dp);
@@ -287,7 +304,7 @@ int run_train(TrainOptions o) {
   updater = with_slowdown(std::move(updater), slowdown, group.rank);
   // After the data-parallel updater, whose start-up broadcast of rank 0's batch-norm statistics
   // would otherwise overwrite the other ranks' restored ones.
-  const std::int64_t start = checkpointer && o.checkpoint.resume ? checkpointer->resume() : 0;
+  const std::int64_t start = ps ? ps_start : checkpointer && o.checkpoint.resume ? checkpointer->resume() : 0;
   TrainerOptions topt;
   topt.epochs = o.epochs;
   topt.start_iteration = start;
@@ -326,9 +343,19 @@ int run_train(TrainOptions o) {
   const TrainerState s = trainer.run();
   if (ps_worker != nullptr) {
     ps_worker->finish();  // the servers stop once every worker is done; worker 0 gets their stats
+  }
+  if (ps_worker != nullptr && leader) {
     const auto& stats = ps_worker->worker().server_stats();
-    if (leader) fmt::print("{}", ps::describe_ps_run(stats, ps->workers));
-    if (log != nullptr) log->write(ps::ps_record(stats, ps->workers));
+    nlohmann::json record = ps::ps_record(stats, ps->workers);
+    fmt::print("{}", ps::describe_ps_run(stats, ps->workers));
+    if (plan) {
+      // The model's global step against the servers' measured rate (ps/run_stats.h).
+      const double predicted = 1.0 / plan->prediction.step, measured = record["steps_per_second"].get<double>();
+      record["predicted_steps_per_second"] = predicted;
+      fmt::print("global steps/s: predicted {:.2f}, measured {:.2f}: {:+.1f}%\n", predicted, measured,
+                 measured > 0 ? 100 * (predicted - measured) / measured : 0.0);
+    }
+    if (log != nullptr) log->write(record);
   }
   if (tracer != nullptr) {
     write_rank_traces(o.trace, *tracer, group.rank, gather_strings(group), {{"model", o.model}, {"ranks", group.size}});
@@ -407,7 +434,8 @@ Action register_train(CLI::App& app) {
                 "Under mpirun: gradient allreduce algorithm: ring, tree, butterfly, onetoall, mpi (MPI_Allreduce), "
                 "shm (ranks of one host reducing in shared memory), auto")
       ->capture_default_str();
-  t->add_option("--comm-dtype", o->comm_dtype, "Under mpirun: gradients on the wire as f32, f16 or bf16")
+  t->add_option("--comm-dtype", o->comm_dtype,
+                "Under mpirun: gradients on the wire as f32, f16 or bf16 (allreduce, and --mode ps pushes)")
       ->capture_default_str();
   t->add_option("--bucket-mb", o->bucket_mb_arg,
                 "Under mpirun: gradient bucket size in MiB; each bucket is allreduced as soon as its gradients are "

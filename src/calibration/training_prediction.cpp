@@ -9,9 +9,17 @@ namespace dtrain::perf {
 std::optional<TrainingPlan> plan_for_train(const std::string& profile_spec, Module& model, const Shape& sample_shape,
                                            const std::string& model_name, int workers, std::int64_t batch,
                                            DataParallelConfig& dp, bool auto_algorithm, bool auto_bucket,
-                                           std::size_t chunk_bytes) {
+                                           std::size_t chunk_bytes, const std::optional<ParameterServerShape>& ps,
+                                           const WorkerSpeeds& slowdown) {
   if (profile_spec.empty()) return std::nullopt;
   RunConfig c;
+  if (ps) {
+    c.exchange = Exchange::kParameterServer;
+    c.servers = ps->servers;
+    c.sync = ps->sync;
+    c.staleness = ps->staleness;
+  }
+  c.slowdown = slowdown;
   c.workers = workers;
   c.batch_per_worker = batch;
   c.algorithm = dp.algorithm;
@@ -20,7 +28,7 @@ std::optional<TrainingPlan> plan_for_train(const std::string& profile_spec, Modu
   c.double_buffering = dp.double_buffering;
   c.accumulate = dp.accumulate;
   c.chunk_bytes = chunk_bytes;
-  const bool many = workers > 1;
+  const bool many = workers > 1 && !ps;
   TrainingPlan plan =
       plan_training(profile_spec, model, sample_shape, model_name, c, auto_algorithm && many, auto_bucket && many);
   dp.algorithm = plan.config.algorithm;

@@ -37,23 +37,27 @@ ServerTime parameter_server_time(const ServerPlan& plan, std::int64_t params, do
   const double alpha = link.latency.value, beta = 1.0 / link.bandwidth.value;
   const double w = plan.workers, k = plan.servers;
   const double sharing = std::min<double>(profile.node.accelerators, w);
-  const double n = static_cast<double>(params) * static_cast<double>(dtype_size(plan.dtype));
+  // Gradients are pushed in the wire type, weights pulled in f32 (ps/protocol.h).
+  const double pushed = static_cast<double>(params) * static_cast<double>(dtype_size(plan.dtype));
+  const double pulled = static_cast<double>(params) * 4.0;
   const double update_per_gradient = static_cast<double>(params) / k / profile.device.update.value;
 
-  const double worker_send = k * alpha + sharing * n * beta;
+  const auto worker_side = [&](double bytes) { return k * alpha + sharing * bytes * beta; };
+  const auto server_side = [&](double bytes) { return w * (alpha + bytes / k * beta); };
   ServerTime t;
   if (plan.sync == Sync::kBsp) {
-    const double server_send = w * (alpha + n / k * beta);
-    t.push = t.pull = std::max(worker_send, server_send);
+    t.push = std::max(worker_side(pushed), server_side(pushed));
+    t.pull = std::max(worker_side(pulled), server_side(pulled));
     // ps/server.cpp: the W pushes summed (W - 1 additions of the shard, in f32), then one
     // optimizer pass over the shard with their mean.
     const double shard_f32_bytes = 4.0 * static_cast<double>(params) / k;
     t.server_update = (w - 1) * shard_f32_bytes / profile.device.reduce.value + update_per_gradient;
     t.step = compute + t.push + t.server_update + t.pull;
   } else {
-    t.push = t.pull = worker_send;
-    const double worker_period = compute + 2 * worker_send;
-    const double per_update = 2 * (alpha + n / k * beta) + update_per_gradient;
+    t.push = worker_side(pushed);
+    t.pull = worker_side(pulled);
+    const double worker_period = compute + t.push + t.pull;
+    const double per_update = 2 * alpha + (pushed + pulled) / k * beta + update_per_gradient;
     t.server_update = w * update_per_gradient;
     t.servers_bound = w * per_update > worker_period;
     t.step = std::max(worker_period, w * per_update);

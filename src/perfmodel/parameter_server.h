@@ -3,7 +3,8 @@
 // servers sit on their own nodes behind the network (the intra-node link on a machine without
 // one); a worker's node link is shared by the node's k workers.
 //   T_send (one direction) = max(worker side: K alpha + f n beta,  server side: W (alpha + (n/K) beta))
-//     with n the gradient bytes per worker and f = min(k, W) workers sharing a node's link;
+//     with n the bytes each way per worker (pushes in the wire type, pulls of the weights in f32,
+//     as ps/protocol.h sends them) and f = min(k, W) workers sharing a node's link;
 //   server update per worker gradient: c_u * P / K (c_u = 1 / the device's update rate, P parameters).
 // BSP (synchronous): every step waits for all pushes, the server's sum and update, and all pulls.
 // As dtrain's servers do it (ps/server.h), the W pushes are summed (gamma per byte, 4 P / K

@@ -53,6 +53,9 @@ void PsConfig::validate(int world_size) const {
     throw InputError(fmt::format("--staleness must be >= 0, got {}", staleness));
   }
   if (!(timeout_seconds >= 0)) throw InputError(fmt::format("a timeout must be >= 0 s, got {}", timeout_seconds));
+  if (wire != DType::kF32 && wire != DType::kF16 && wire != DType::kBF16) {
+    throw InputError(fmt::format("parameter-server pushes travel in f32, f16 or bf16, not {}", dtype_name(wire)));
+  }
 }
 
 }  // namespace dtrain::ps

@@ -6,10 +6,16 @@
 //
 // Messages, each between one worker and one server, on tags of their own (above every
 // collective's, comm/communicator.cpp), every byte count fixed by the shard's size:
-//   init     worker 0 -> server k   shard k of the initial parameters (f32), once
-//   push     worker -> server       PushHeader + the worker's gradient of shard k (f32)
+//   init     worker 0 -> server k   once: a StateHeader, then shard k of the initial parameters
+//                                   and of each of the header's optimizer state slots (f32; no
+//                                   slots for a fresh optimizer, every slot on resume)
+//   push     worker -> server       PushHeader + the worker's gradient of shard k (the wire type,
+//                                   padded to a multiple of 4 bytes: push_payload_floats)
 //   request  worker -> server       PullRequest: "weights for clock c", or "done after n pushes"
 //   weights  server -> worker       shard k of the weights (f32), the answer to a request
+//   snapshot server -> worker 0     the answer to a kSnapshot request (for a checkpoint): a
+//                                   StateHeader, the shard's weights and every state slot (f32)
+//   start    worker 0 -> worker     on resume: the global step the run continues from (int64)
 //   stats    server -> worker 0     after every worker is done: StatsHeader, then the server's
 //                                   ps/run_stats.h as JSON text; while worker 0 is done and others
 //                                   still train, a StatsHeader of 0 bytes every timeout / 3 keeps
@@ -26,9 +32,12 @@
 // sends as many back, 2 W alpha + 8 W N / K beta, which is why K servers share the load.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "tensor/dtype.h"
 
 namespace dtrain::ps {
 
@@ -44,9 +53,12 @@ struct PsConfig {
   SyncMode sync = SyncMode::kBsp;
   // SSP's bound S in clocks (BSP is 0 and ASP unbounded whatever this says).
   std::int64_t staleness = 0;
-  // Seconds a worker waits for an answer, and a server without any message, before a CommError
-  // names the silent ranks; 0 waits forever.
+  // Seconds a server waits without any message before a CommError names the silent workers (a
+  // worker waits 1.25 x this + 1 s for an answer, so the server speaks first); 0 waits forever.
   double timeout_seconds = 300;
+  // The pushed gradients' type on the wire (f32, f16 or bf16; rounded to nearest even, as the
+  // allreduce's 16-bit wire); the servers widen them to f32 on arrival. Weights travel in f32.
+  DType wire = DType::kF32;
 
   // The gate's S: 0, staleness, or ClockGate::kUnbounded.
   std::int64_t gate_staleness() const;
@@ -63,6 +75,8 @@ inline constexpr int kTagPush = 20002;
 inline constexpr int kTagRequest = 20003;
 inline constexpr int kTagWeights = 20004;
 inline constexpr int kTagStats = 20005;
+inline constexpr int kTagSnapshot = 20006;
+inline constexpr int kTagStart = 20007;
 
 struct PushHeader {
   std::int64_t clock = 0;  // the clock of the weights the gradient was computed from
@@ -70,13 +84,26 @@ struct PushHeader {
 };
 static_assert(sizeof(PushHeader) == 16);
 
+// The 4-byte words after a push's header that carry `elements` gradients in `wire`.
+inline std::size_t push_payload_floats(std::int64_t elements, DType wire) {
+  return (static_cast<std::size_t>(elements) * dtype_size(wire) + 3) / 4;
+}
+
 struct PullRequest {
   static constexpr std::int64_t kDone = -1;
-  std::int64_t clock = 0;     // the clock wanted, or kDone
-  std::int64_t pushes = 0;    // with kDone: how many pushes this worker made in all
-  double waited_seconds = 0;  // with kDone: the worker's time waiting for its pushes and pulls
+  static constexpr std::int64_t kSnapshot = -2;  // worker 0: the weights and optimizer state now
+  std::int64_t clock = 0;                        // the clock wanted, kDone or kSnapshot
+  std::int64_t pushes = 0;                       // with kDone: how many pushes this worker made in all
+  double waited_seconds = 0;                     // with kDone: the worker's time waiting for its pushes and pulls
 };
 static_assert(sizeof(PullRequest) == 24);
+
+// The optimizer state that travels with a shard's weights.
+struct StateHeader {
+  std::int64_t optimizer_steps = 0;  // Optimizer::steps() (Adam's bias correction counts them)
+  std::int64_t slots = 0;            // state slots after the weights (0: a fresh optimizer)
+};
+static_assert(sizeof(StateHeader) == 16);
 
 struct StatsHeader {
   std::int64_t bytes = 0;  // of the JSON text that follows; 0: a keep-alive, nothing follows

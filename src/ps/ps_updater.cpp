@@ -7,7 +7,8 @@
 
 namespace dtrain::ps {
 
-PsUpdater::PsUpdater(Module& model, Optimizer& optimizer, comm::Transport& transport, const PsConfig& config)
+PsUpdater::PsUpdater(Module& model, Optimizer& optimizer, comm::Transport& transport, const PsConfig& config,
+                     bool resumed)
     : StandardUpdater(model, optimizer), params_(model.parameters()) {
   std::vector<std::int64_t> sizes;
   for (const Variable& p : params_) {
@@ -19,7 +20,35 @@ PsUpdater::PsUpdater(Module& model, Optimizer& optimizer, comm::Transport& trans
     zeros_.push_back(Tensor::zeros_like(p.data()));
   }
   worker_ = std::make_unique<PsWorker>(transport, config, std::move(sizes));
-  worker_->start(weights_);
+  if (resumed && transport.rank() == 0) {
+    const OptimizerShards state = optimizer_shards();
+    worker_->start(weights_, &state);
+  } else {
+    worker_->start(weights_);
+  }
+}
+
+OptimizerShards PsUpdater::optimizer_shards() {
+  OptimizerShards out;
+  out.steps = optimizer_.steps();
+  const auto state = optimizer_.state();  // slot-major: every parameter's tensor of slot 0, then 1, ...
+  DT_CHECK(state.size() % params_.size() == 0, "{} optimizer state tensors for {} parameters", state.size(),
+           params_.size());
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    if (i % params_.size() == 0) out.slots.emplace_back();
+    Tensor t = state[i].second;
+    DT_CHECK(t.dtype() == DType::kF32 && t.layout() == Layout::kPlain &&
+                 t.numel() == params_[i % params_.size()].data().numel(),
+             "optimizer state {} is not a plain f32 tensor of its parameter's size", state[i].first);
+    out.slots.back().push_back(t.data<float>());
+  }
+  return out;
+}
+
+void PsUpdater::fetch_server_state() {
+  OptimizerShards state = optimizer_shards();
+  worker_->snapshot(weights_, state);
+  optimizer_.set_steps(state.steps);
 }
 
 StepResult PsUpdater::update(const Batch& batch, std::int64_t iteration) {

@@ -5,8 +5,9 @@
 //   2. push every server its shard of the gradients with the optimizer's learning rate (the
 //      trainer's schedule sets it), pull clock c + 1 and copy the weights into the parameters
 //      (ps/ps_worker.h); the wait for the gate is the step's "comm" time.
-// The optimizer itself runs on the servers (ps/server.h); the worker's Optimizer only carries the
-// learning rate. Batch-norm statistics stay each worker's own.
+// The optimizer itself runs on the servers (ps/server.h); the worker's Optimizer carries the
+// learning rate, and on worker 0 the servers' state when a checkpoint is taken or resumed.
+// Batch-norm statistics stay each worker's own.
 #pragma once
 
 #include <memory>
@@ -22,18 +23,28 @@ namespace dtrain::ps {
 class PsUpdater : public StandardUpdater {
  public:
   // Worker `transport.rank()`: worker 0's parameters become the servers' initial weights, and
-  // every worker starts from them. `transport` must outlive the updater.
-  PsUpdater(Module& model, Optimizer& optimizer, comm::Transport& transport, const PsConfig& config);
+  // every worker starts from them; with `resumed` (worker 0 restored a checkpoint into the model
+  // and `optimizer`), the servers' optimizers continue from `optimizer`'s state and step count.
+  // `transport` must outlive the updater.
+  PsUpdater(Module& model, Optimizer& optimizer, comm::Transport& transport, const PsConfig& config,
+            bool resumed = false);
 
   StepResult update(const Batch& batch, std::int64_t iteration) override;
   // Tells the servers this worker is done (also when the updater is destroyed).
   void finish() { worker_->finish(); }
+  // Worker 0, between steps: the servers' weights into the model and their optimizer state and
+  // step count into `optimizer`, so that a checkpoint holds them (train/checkpointer.h's
+  // before_save).
+  void fetch_server_state();
+  // On resume: worker 0's step to continue from, shared with every worker (PsWorker).
+  std::int64_t share_start_step(std::int64_t start) { return worker_->share_start_step(start); }
   const PsWorker& worker() const { return *worker_; }
 
  private:
   std::vector<Variable> params_;
   std::vector<float*> weights_;
-  std::vector<Tensor> zeros_;  // the gradient of a parameter backward did not reach
+  std::vector<Tensor> zeros_;          // the gradient of a parameter backward did not reach
+  OptimizerShards optimizer_shards();  // pointers into optimizer_'s state (allocated if need be)
   std::unique_ptr<PsWorker> worker_;
 };
 

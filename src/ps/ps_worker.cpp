@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -25,8 +26,9 @@ PsWorker::PsWorker(comm::Transport& transport, const PsConfig& config, std::vect
   }
   for (int k = 0; k < config_.servers; ++k) {
     const auto n = static_cast<std::size_t>(sharding_.range(k).size());
-    push_buf_.emplace_back(kPushHeaderFloats + n);
+    push_buf_.emplace_back(kPushHeaderFloats + push_payload_floats(sharding_.range(k).size(), config_.wire));
     weight_buf_.emplace_back(n);
+    if (config_.wire != DType::kF32) narrow_buf_.resize(std::max(narrow_buf_.size(), n));
   }
   request_buf_.resize(static_cast<std::size_t>(config_.servers));
 }
@@ -70,14 +72,28 @@ std::string PsWorker::pull_description() const {
   return fmt::format("parameter-server pull of clock {}", clock_);
 }
 
-void PsWorker::start(std::span<float* const> params) {
+void PsWorker::start(std::span<float* const> params, const OptimizerShards* state) {
   DT_CHECK(!started_, "PsWorker::start called twice");
   started_ = true;
   if (transport_.rank() == 0) {
+    const StateHeader header{state != nullptr ? state->steps : 0,
+                             state != nullptr ? static_cast<std::int64_t>(state->slots.size()) : 0};
+    // Per server: its shard of the weights, then of each slot.
+    std::vector<std::vector<float>> init(static_cast<std::size_t>(config_.servers));
     for (int k = 0; k < config_.servers; ++k) {
-      auto& buf = weight_buf_[static_cast<std::size_t>(k)];
+      auto& buf = init[static_cast<std::size_t>(k)];
+      const auto n = static_cast<std::size_t>(sharding_.range(k).size());
+      buf.resize(n * static_cast<std::size_t>(1 + header.slots));
       std::vector<const float*> from(params.begin(), params.end());
-      sharding_.gather(k, from, buf);
+      sharding_.gather(k, from, std::span<float>(buf).first(n));
+      for (std::int64_t slot = 0; slot < header.slots; ++slot) {
+        const auto& ptrs = state->slots[static_cast<std::size_t>(slot)];
+        DT_CHECK(ptrs.size() == params.size(), "optimizer slot {} has {} tensors, the model {}", slot, ptrs.size(),
+                 params.size());
+        std::vector<const float*> slot_from(ptrs.begin(), ptrs.end());
+        sharding_.gather(k, slot_from, std::span<float>(buf).subspan(n * static_cast<std::size_t>(1 + slot), n));
+      }
+      pending_.push_back(transport_.isend(&header, sizeof header, config_.server_rank(k), kTagInit));
       pending_.push_back(transport_.isend(buf.data(), buf.size() * sizeof(float), config_.server_rank(k), kTagInit));
     }
     transport_.waitall(pending_, deadline(), "parameter-server initial weights");
@@ -86,13 +102,71 @@ void PsWorker::start(std::span<float* const> params) {
   pull(params, pending_);
 }
 
+void PsWorker::snapshot(std::span<float* const> params, OptimizerShards& state) {
+  DT_CHECK(started_ && !finished_ && transport_.rank() == 0, "PsWorker::snapshot is worker 0's, between steps");
+  const std::size_t slots = state.slots.size();
+  std::vector<PullRequest> requests(static_cast<std::size_t>(config_.servers), PullRequest{PullRequest::kSnapshot});
+  std::vector<std::vector<float>> replies(static_cast<std::size_t>(config_.servers));
+  constexpr std::size_t kHeaderFloats = sizeof(StateHeader) / sizeof(float);
+  for (int k = 0; k < config_.servers; ++k) {
+    const auto i = static_cast<std::size_t>(k);
+    replies[i].resize(kHeaderFloats + static_cast<std::size_t>(sharding_.range(k).size()) * (1 + slots));
+    pending_.push_back(transport_.isend(&requests[i], sizeof(PullRequest), config_.server_rank(k), kTagRequest));
+    pending_.push_back(
+        transport_.irecv(replies[i].data(), replies[i].size() * sizeof(float), config_.server_rank(k), kTagSnapshot));
+  }
+  transport_.waitall(pending_, deadline(), "parameter-server snapshot for a checkpoint");
+  pending_.clear();
+  for (int k = 0; k < config_.servers; ++k) {
+    const std::vector<float>& reply = replies[static_cast<std::size_t>(k)];
+    StateHeader h;
+    std::memcpy(static_cast<void*>(&h), reply.data(), sizeof h);
+    DT_CHECK(h.slots == static_cast<std::int64_t>(slots), "server {} holds {} optimizer slots, worker 0 {}", k, h.slots,
+             slots);
+    if (k == 0) state.steps = h.optimizer_steps;
+    const auto n = static_cast<std::size_t>(sharding_.range(k).size());
+    const auto data = std::span<const float>(reply).subspan(kHeaderFloats);
+    sharding_.scatter(k, data.first(n), params);
+    for (std::size_t slot = 0; slot < slots; ++slot) {
+      sharding_.scatter(k, data.subspan(n * (1 + slot), n), state.slots[slot]);
+    }
+  }
+}
+
+std::int64_t PsWorker::share_start_step(std::int64_t start) {
+  if (transport_.rank() == 0) {
+    std::vector<std::int64_t> copies(static_cast<std::size_t>(config_.workers), start);
+    for (int w = 1; w < config_.workers; ++w) {
+      pending_.push_back(transport_.isend(&copies[static_cast<std::size_t>(w)], sizeof start, w, kTagStart));
+    }
+    transport_.waitall(pending_, deadline(), "the resumed step to the other workers");
+    pending_.clear();
+    return start;
+  }
+  std::int64_t received = 0;
+  transport_.recv(&received, sizeof received, 0, kTagStart, deadline(), "the resumed step from worker 0");
+  return received;
+}
+
 void PsWorker::step(std::span<const float* const> grads, double lr, std::span<float* const> params) {
   DT_CHECK(started_ && !finished_, "PsWorker::step before start() or after finish()");
   for (int k = 0; k < config_.servers; ++k) {
     auto& buf = push_buf_[static_cast<std::size_t>(k)];
     const PushHeader h{clock_, lr};
     std::memcpy(buf.data(), &h, sizeof h);
-    sharding_.gather(k, grads, std::span<float>(buf).subspan(kPushHeaderFloats));
+    float* payload = buf.data() + kPushHeaderFloats;
+    const auto n = static_cast<std::size_t>(sharding_.range(k).size());
+    if (config_.wire == DType::kF32) {
+      sharding_.gather(k, grads, std::span<float>(payload, n));
+    } else {
+      sharding_.gather(k, grads, std::span<float>(narrow_buf_.data(), n));
+      auto* narrow = reinterpret_cast<std::uint16_t*>(payload);
+      if (config_.wire == DType::kF16) {
+        convert_f32_to_f16(narrow_buf_.data(), narrow, n);
+      } else {
+        convert_f32_to_bf16(narrow_buf_.data(), narrow, n);
+      }
+    }
     pending_.push_back(transport_.isend(buf.data(), buf.size() * sizeof(float), config_.server_rank(k), kTagPush));
   }
   ++clock_;

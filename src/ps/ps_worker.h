@@ -26,6 +26,14 @@
 
 namespace dtrain::ps {
 
+// An optimizer's state as the workers hand it to the servers (on resume) and take it back (for a
+// checkpoint): its step count and, per state slot, one pointer per tensor (plain f32, in the
+// tensors' order).
+struct OptimizerShards {
+  std::int64_t steps = 0;
+  std::vector<std::vector<float*>> slots;  // [slot][tensor]
+};
+
 class PsWorker {
  public:
   // The worker of `transport.rank()` for tensors of `tensor_sizes` elements (every worker the
@@ -37,8 +45,17 @@ class PsWorker {
   PsWorker(const PsWorker&) = delete;
   PsWorker& operator=(const PsWorker&) = delete;
 
-  // `params`: one pointer per tensor; worker 0 sends them, every worker receives clock 0 into them.
-  void start(std::span<float* const> params);
+  // `params`: one pointer per tensor; worker 0 sends them (and `state`, on resume: the servers'
+  // optimizers continue from it), every worker receives clock 0 into them.
+  void start(std::span<float* const> params, const OptimizerShards* state = nullptr);
+  // Worker 0 between steps: the servers' weights into `params` and their optimizer state into
+  // `state` (its slot pointers set by the caller), for a checkpoint. Under BSP it is the state
+  // after the last clock exactly; under SSP and ASP the servers may hold other workers' later
+  // pushes too.
+  void snapshot(std::span<float* const> params, OptimizerShards& state);
+  // On resume: worker 0 sends `start` (the global step the run continues from) to every other
+  // worker, which receives it; every worker returns it.
+  std::int64_t share_start_step(std::int64_t start);
   // Pushes `grads` (one pointer per tensor) for the current clock with learning rate `lr`, then
   // pulls the next clock's weights into `params`.
   void step(std::span<const float* const> grads, double lr, std::span<float* const> params);
@@ -60,7 +77,11 @@ class PsWorker {
   void send_done();
   std::string pull_description() const;
   void receive_stats();
-  comm::Deadline deadline() const { return comm::Deadline::after(config_.timeout_seconds); }
+  // A quarter of the timeout (and a second) longer than the servers wait: a server that waits for
+  // a silent worker names it before the workers it holds back give up on the server.
+  comm::Deadline deadline() const {
+    return comm::Deadline::after(config_.timeout_seconds > 0 ? 1.25 * config_.timeout_seconds + 1 : 0);
+  }
 
   comm::Transport& transport_;
   PsConfig config_;
@@ -70,6 +91,7 @@ class PsWorker {
   double waited_seconds_ = 0;
   std::vector<ServerStats> server_stats_;
   std::vector<std::vector<float>> push_buf_;    // per server: PushHeader, then the shard's gradient
+  std::vector<float> narrow_buf_;               // 16-bit pushes: the shard's f32 gradient before the cast
   std::vector<std::vector<float>> weight_buf_;  // per server: the shard's weights
   std::vector<PullRequest> request_buf_;        // per server
   std::vector<comm::Request> pending_;

@@ -53,7 +53,8 @@ ParameterServer::ParameterServer(comm::Transport& transport, const PsConfig& con
   weights_ = Variable(Tensor::zeros({n_}), true);
   optimizer_ = make_optimizer(optimizer, {weights_});
   const auto workers = static_cast<std::size_t>(config_.workers);
-  push_buf_.assign(workers, std::vector<float>(kHeaderFloats + static_cast<std::size_t>(n_)));
+  push_buf_.assign(workers, std::vector<float>(kHeaderFloats + push_payload_floats(n_, config_.wire)));
+  if (config_.wire != DType::kF32) widened_.assign(workers, std::vector<float>(static_cast<std::size_t>(n_)));
   request_buf_.assign(workers, PullRequest{});
   reply_buf_.assign(workers, std::vector<float>(static_cast<std::size_t>(n_)));
   push_req_.assign(workers, comm::Request{});
@@ -70,6 +71,7 @@ ParameterServer::~ParameterServer() {
   std::vector<comm::Request> all;
   for (auto* list : {&push_req_, &request_req_, &reply_req_}) all.insert(all.end(), list->begin(), list->end());
   all.push_back(keep_alive_req_);
+  all.push_back(snapshot_req_);
   transport_.cancel(all);
 }
 
@@ -79,7 +81,21 @@ PushHeader ParameterServer::header(int w) const {
   return h;
 }
 
-float* ParameterServer::gradient(int w) { return push_buf_[static_cast<std::size_t>(w)].data() + kHeaderFloats; }
+float* ParameterServer::gradient(int w) {
+  const auto i = static_cast<std::size_t>(w);
+  return config_.wire == DType::kF32 ? push_buf_[i].data() + kHeaderFloats : widened_[i].data();
+}
+
+void ParameterServer::widen_push(int w) {
+  if (config_.wire == DType::kF32) return;
+  const auto i = static_cast<std::size_t>(w);
+  const auto* narrow = reinterpret_cast<const std::uint16_t*>(push_buf_[i].data() + kHeaderFloats);
+  if (config_.wire == DType::kF16) {
+    convert_f16_to_f32(narrow, widened_[i].data(), widened_[i].size());
+  } else {
+    convert_bf16_to_f32(narrow, widened_[i].data(), widened_[i].size());
+  }
+}
 
 void ParameterServer::post_push(int w) {
   auto& buf = push_buf_[static_cast<std::size_t>(w)];
@@ -94,6 +110,11 @@ void ParameterServer::post_request(int w) {
 void ParameterServer::on_request(int w) {
   const auto i = static_cast<std::size_t>(w);
   const PullRequest r = request_buf_[i];
+  if (r.clock == PullRequest::kSnapshot) {
+    send_snapshot(w);
+    post_request(w);
+    return;
+  }
   if (r.clock == PullRequest::kDone) {
     DT_CHECK(r.pushes >= gate_.clock(w), "worker {} says it made {} pushes, {} were applied", w, r.pushes,
              gate_.clock(w));
@@ -241,16 +262,52 @@ void ParameterServer::keep_worker0_waiting() {
 void ParameterServer::send_stats() {
   const std::string text = to_json(stats()).dump();
   const StatsHeader h{static_cast<std::int64_t>(text.size())};
-  std::vector<comm::Request> sends{keep_alive_req_, transport_.isend(&h, sizeof h, 0, kTagStats),
+  std::vector<comm::Request> sends{keep_alive_req_, snapshot_req_, transport_.isend(&h, sizeof h, 0, kTagStats),
                                    transport_.isend(text.data(), text.size(), 0, kTagStats)};
-  keep_alive_req_ = comm::Request{};
+  keep_alive_req_ = snapshot_req_ = comm::Request{};
   transport_.waitall(sends, comm::Deadline::after(config_.timeout_seconds),
                      fmt::format("parameter server {}: stats to worker 0", index_));
 }
 
+void ParameterServer::send_snapshot(int w) {
+  // The weights and every optimizer slot as they are now (worker 0 checkpoints them).
+  const comm::Deadline deadline = comm::Deadline::after(config_.timeout_seconds);
+  std::vector<comm::Request> previous{snapshot_req_};
+  transport_.waitall(previous, deadline, "parameter server: previous snapshot");
+  const auto state = optimizer_->state();
+  const auto n = static_cast<std::size_t>(n_);
+  constexpr std::size_t kStateFloats = sizeof(StateHeader) / sizeof(float);
+  snapshot_buf_.resize(kStateFloats + n * (1 + state.size()));
+  const StateHeader h{optimizer_->steps(), static_cast<std::int64_t>(state.size())};
+  std::memcpy(static_cast<void*>(snapshot_buf_.data()), &h, sizeof h);
+  std::memcpy(snapshot_buf_.data() + kStateFloats, weights_.data().raw_data(), n * sizeof(float));
+  for (std::size_t slot = 0; slot < state.size(); ++slot) {
+    std::memcpy(snapshot_buf_.data() + kStateFloats + n * (1 + slot), state[slot].second.raw_data(), n * sizeof(float));
+  }
+  snapshot_req_ = transport_.isend(snapshot_buf_.data(), snapshot_buf_.size() * sizeof(float), w, kTagSnapshot);
+}
+
+void ParameterServer::receive_initial_state() {
+  const comm::Deadline deadline = comm::Deadline::after(config_.timeout_seconds);
+  StateHeader h;
+  transport_.recv(&h, sizeof h, 0, kTagInit, deadline, "parameter server: initial weights");
+  auto state = optimizer_->state();
+  if (h.slots != 0 && h.slots != static_cast<std::int64_t>(state.size())) {
+    throw InputError(fmt::format("worker 0 resumes {} optimizer state slots, the server's {} optimizer has {}", h.slots,
+                                 optimizer_->name(), state.size()));
+  }
+  const auto n = static_cast<std::size_t>(n_);
+  std::vector<float> init(n * static_cast<std::size_t>(1 + h.slots));
+  transport_.recv(init.data(), init.size() * sizeof(float), 0, kTagInit, deadline, "parameter server: initial weights");
+  std::memcpy(weights_.data().raw_data(), init.data(), n * sizeof(float));
+  for (std::size_t slot = 0; slot < static_cast<std::size_t>(h.slots); ++slot) {
+    std::memcpy(state[slot].second.raw_data(), init.data() + n * (1 + slot), n * sizeof(float));
+  }
+  optimizer_->set_steps(h.optimizer_steps);
+}
+
 void ParameterServer::run() {
-  transport_.recv(weights_.data().raw_data(), weights_.data().nbytes(), 0, kTagInit,
-                  comm::Deadline::after(config_.timeout_seconds), "parameter server: initial weights");
+  receive_initial_state();
   for (int w = 0; w < config_.workers; ++w) {
     post_push(w);
     post_request(w);
@@ -267,6 +324,7 @@ void ParameterServer::run() {
       if (!arrived_[i] && !push_req_[i].done && transport_.test(push_req_[i], "parameter server: push")) {
         ++messages;
         if (first_push_ < 0) first_push_ = poll_start - start_;
+        widen_push(w);
         if (bsp) {
           arrived_[i] = true;  // its buffer holds the push until the clock is applied
         } else {

@@ -20,8 +20,9 @@
 // sleep bounds the latency it adds to a message. A server that receives nothing for the timeout
 // while workers remain throws a CommError naming the workers it waits for.
 //
-// Cost per clock: W messages in and W out of 4 N_k bytes each (N_k its elements), W additions of
-// N_k (BSP) and one optimizer pass of N_k (BSP) or W of them (SSP, ASP).
+// Cost per clock: W pushes in of 2 or 4 N_k bytes (N_k its elements; f16/bf16 pushes are widened
+// to f32 on arrival) and W weight messages out of 4 N_k bytes, W - 1 additions of N_k (BSP) and
+// one optimizer pass of N_k (BSP) or W of them (SSP, ASP).
 #pragma once
 
 #include <cstdint>
@@ -49,8 +50,9 @@ class ParameterServer {
   ParameterServer(const ParameterServer&) = delete;
   ParameterServer& operator=(const ParameterServer&) = delete;
 
-  // Receives the initial weights from worker 0, serves until every worker is done, then sends
-  // worker 0 its stats.
+  // Receives the initial weights (and on resume the optimizer state) from worker 0, serves until
+  // every worker is done, then sends worker 0 its stats. A snapshot request from worker 0 (for a
+  // checkpoint) is answered at once with the weights and optimizer state as they are.
   void run();
 
   int index() const { return index_; }
@@ -71,9 +73,12 @@ class ParameterServer {
   bool answer_pulls();
   bool retire_finished();
   PushHeader header(int w) const;
-  float* gradient(int w);
+  float* gradient(int w);  // the push's gradient in f32
+  void widen_push(int w);  // 16-bit pushes: into widened_
   [[noreturn]] void throw_silence() const;
   void keep_worker0_waiting();
+  void receive_initial_state();  // the weights, and on resume the optimizer's state
+  void send_snapshot(int w);
   void send_stats();
 
   comm::Transport& transport_;
@@ -91,10 +96,11 @@ class ParameterServer {
   std::vector<PullRequest> request_buf_;
   std::vector<std::vector<float>> reply_buf_;
   std::vector<comm::Request> push_req_, request_req_, reply_req_;
-  std::vector<bool> arrived_;              // BSP: the push of the current clock is held
-  std::vector<std::int64_t> wanted_;       // clock of a pull not yet answered, or -1
-  std::vector<std::int64_t> done_pushes_;  // pushes announced with "done", or -1
-  std::vector<float> sum_;                 // BSP: the clock's sum
+  std::vector<bool> arrived_;                // BSP: the push of the current clock is held
+  std::vector<std::int64_t> wanted_;         // clock of a pull not yet answered, or -1
+  std::vector<std::int64_t> done_pushes_;    // pushes announced with "done", or -1
+  std::vector<float> sum_;                   // BSP: the clock's sum
+  std::vector<std::vector<float>> widened_;  // 16-bit pushes: per worker, its gradient in f32
 
   // For stats(): seconds since construction of the first push and of the first "done", busy
   // time, gradients applied (in all and before the first "done"), messages per busy poll, and
@@ -103,6 +109,8 @@ class ParameterServer {
   std::int64_t gradients_ = 0, gradients_all_running_ = 0;
   Histogram queue_depth_;
   std::vector<double> worker_wait_;
+  std::vector<float> snapshot_buf_;  // StateHeader, the weights, every optimizer slot
+  comm::Request snapshot_req_;
   StatsHeader keep_alive_{0};
   comm::Request keep_alive_req_;
   double last_keep_alive_ = 0;

@@ -140,6 +140,7 @@ std::int64_t Checkpointer::resume() {
 }
 
 void Checkpointer::save(const TrainerState& s, bool epoch_end) {
+  if (options_.before_save) options_.before_save();
   const CheckpointGroup& g = options_.group;
   const auto buffers = model_.named_buffers();
   CheckpointInfo info;

@@ -61,6 +61,10 @@ struct CheckpointerOptions {
   CheckpointGroup group;
   // Messages for the user (resumed from, skipped a corrupt file); rank 0's are printed.
   std::function<void(const std::string&)> note;
+  // Called before each checkpoint is taken, on every rank: brings state held elsewhere into the
+  // model and optimizer (parameter-server worker 0 fetches the servers' weights and optimizer
+  // state, ps/ps_updater.h).
+  std::function<void()> before_save;
 };
 
 class Checkpointer {

@@ -4,7 +4,8 @@
 usage: ps_cli_test.py DTRAIN
   BSP with one and with two servers trains what allreduce with the same global batch trains (the
   same test accuracy after an epoch: one arithmetic, to rounding); SSP keeps every clock gap within
-  its bound and logs its mode; ASP runs; bad flags are clear errors before any training.
+  its bound and logs its mode, and with --profile prints the model's global steps/s beside the
+  servers'; ASP runs; bf16 pushes train as f32 ones; bad flags are clear errors before any training.
 """
 import json, os, re, subprocess, sys, tempfile
 
@@ -51,8 +52,11 @@ def main():
             assert abs(bsp[-1]["test_accuracy"] - ar[-1]["test_accuracy"]) <= 0.002, (bsp[-1], ar[-1], out)
             gap = re.search(r"clock gap max (\d+)", out)
             assert gap and gap.group(1) == "0", out
-        out, ssp = trained(dtrain, 4, ["--mode", "ps", "--sync", "ssp", "--staleness", "2"], log)
+        # --profile: the model's prediction of the run, compared with the servers' rate at the end.
+        out, ssp = trained(dtrain, 4, ["--mode", "ps", "--sync", "ssp", "--staleness", "2", "--profile", "skylake-sp"],
+                           log)
         assert ssp[0]["sync"] == "ssp" and ssp[0]["staleness"] == 2, ssp[0]
+        assert records(log)[-1]["predicted_steps_per_second"] > 0 and "global steps/s: predicted" in out, out
         gap = re.search(r"clock gap max (\d+)", out)
         assert gap and 0 <= int(gap.group(1)) <= 2, out
         # Trained, not diverged: well above chance (0.1) after 32 steps; the exact figure depends on
@@ -60,6 +64,10 @@ def main():
         assert ssp[-1]["test_accuracy"] > 0.3, ssp[-1]
         out, asp = trained(dtrain, 4, ["--mode", "ps", "--sync", "asp"], log)
         assert asp[-1]["test_accuracy"] > 0.3, (asp[-1], out)
+        # bf16 pushes: the same training as f32 pushes, to the rounding of the gradients.
+        out, bf16 = trained(dtrain, 4, ["--mode", "ps", "--sync", "bsp", "--comm-dtype", "bf16"], log)
+        assert "pushes in bf16" in out and abs(bf16[-1]["test_accuracy"] - ar[-1]["test_accuracy"]) <= 0.02, (
+            bf16[-1], ar[-1], out)
 
     bad = [
         ([dtrain, "train", "--mode", "ps"], "--mode ps needs several processes"),

@@ -81,6 +81,23 @@ TEST(ParameterServer, EveryModeAppliesEveryPushExactlyOnce) {
   }
 }
 
+// f16 and bf16 pushes (their values exact in 16 bits) land exactly too, widened on the servers.
+TEST(ParameterServer, SixteenBitPushesApplyEveryPushExactlyOnce) {
+  constexpr int kClocks = 20, kWorkers = 3;
+  for (DType wire : {DType::kF16, DType::kBF16}) {
+    for (SyncMode mode : {SyncMode::kBsp, SyncMode::kSsp, SyncMode::kAsp}) {
+      PsConfig config = test_config(kWorkers, 2, mode, 1);
+      config.wire = wire;
+      const PsOutcome out = constant_pushes(config, kClocks, kWorkers, no_sleep);
+      EXPECT_EQ(out.weights, testing::constant_push_result(kWorkers, kClocks))
+          << dtype_name(wire) << ", " << sync_mode_name(mode);
+    }
+  }
+  PsConfig bad = test_config(1, 1, SyncMode::kBsp);
+  bad.wire = DType::kI32;
+  EXPECT_THROW(bad.validate(2), InputError);
+}
+
 TEST(ParameterServer, SspWithStalenessZeroNeverReadsAhead) {
   const PsConfig config = test_config(3, 2, SyncMode::kSsp, 0);
   const PsOutcome out =

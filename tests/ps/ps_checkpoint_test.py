@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Checkpoints of `dtrain train --mode ps` under mpirun (registered by tests/ps/tests.cmake).
+
+usage: ps_checkpoint_test.py DTRAIN
+  BSP, 3 workers and 2 servers, momentum SGD: 2 epochs straight, and a run resumed from the
+  straight run's checkpoint after epoch 1, end with bitwise the same parameters and optimizer state (worker 0 writes the servers' shards
+  and state as one checkpoint, the servers continue from it) and the same test accuracy. ASP
+  resumes from its checkpoint at the right step (not bitwise: its order of pushes is the
+  timing's).
+"""
+import json, os, shutil, struct, subprocess, sys, tempfile
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", "5"]
+COMMON = ["--mode", "ps", "--servers", "2", "--model", "mlp", "--limit", "3840", "--eval-limit", "1000",
+          "--threads", "1", "--progress", "none"]
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
+
+
+def tensors(path):
+    """{name: raw bytes} of a safetensors file, and its metadata."""
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        data = f.read()
+    meta = header.pop("__metadata__", {})
+    return {k: data[v["data_offsets"][0]:v["data_offsets"][1]] for k, v in header.items()}, meta
+
+
+def newest(directory):
+    files = sorted(f for f in os.listdir(directory) if f.endswith(".safetensors"))
+    assert files, os.listdir(directory)
+    return os.path.join(directory, files[-1])
+
+
+def last_epoch(log):
+    with open(log) as f:
+        return [r for r in map(json.loads, f) if r.get("type") == "epoch"][-1]
+
+
+def main():
+    dtrain = sys.argv[1]
+    with tempfile.TemporaryDirectory() as d:
+        straight, split = os.path.join(d, "straight"), os.path.join(d, "split")
+        log_a, log_b = os.path.join(d, "a.jsonl"), os.path.join(d, "b.jsonl")
+        # A checkpoint after each epoch; the resumed run starts from a copy of the first only (the
+        # same --epochs: the learning-rate schedule spans them).
+        run(MPIRUN + [dtrain, "train", *COMMON, "--sync", "bsp", "--epochs", "2", "--checkpoint-dir", straight,
+                      "--log", log_a])
+        os.makedirs(split)
+        first = sorted(f for f in os.listdir(straight) if f.endswith(".safetensors"))[0]
+        shutil.copy(os.path.join(straight, first), split)
+        out = run(MPIRUN + [dtrain, "train", *COMMON, "--sync", "bsp", "--epochs", "2", "--checkpoint-dir", split,
+                            "--resume", "--log", log_b])
+        assert "resumed" in out, out
+        a, meta_a = tensors(newest(straight))
+        b, meta_b = tensors(newest(split))
+        state = {k for k in a if k.startswith(("model.", "optimizer."))}
+        assert any(k.startswith("optimizer.") for k in state), sorted(a)
+        differ = sorted(k for k in state if a[k] != b.get(k))
+        assert not differ, f"resumed BSP run differs in {differ}"
+        steps_a = json.loads(meta_a["dtrain.state"])["optimizer"]["steps"]
+        assert steps_a == json.loads(meta_b["dtrain.state"])["optimizer"]["steps"] == 40, (meta_a, meta_b)
+        ea, eb = last_epoch(log_a), last_epoch(log_b)
+        assert ea["test_accuracy"] == eb["test_accuracy"] and ea["test_loss"] == eb["test_loss"], (ea, eb)
+
+        asp = os.path.join(d, "asp")
+        run(MPIRUN + [dtrain, "train", *COMMON, "--sync", "asp", "--epochs", "1", "--checkpoint-dir", asp,
+                      "--log", ""])  # (its schedule spans 1 epoch: resuming with 2 is allowed, not exact)
+        out = run(MPIRUN + [dtrain, "train", *COMMON, "--sync", "asp", "--epochs", "2", "--checkpoint-dir", asp,
+                            "--resume", "--log", log_b])
+        assert "resumed" in out and last_epoch(log_b)["epoch"] == 2, out
+    print("ps_checkpoint: BSP resumed bitwise equal to the straight run (parameters, optimizer state, accuracy); "
+          "ASP resumed")
+
+
+if __name__ == "__main__":
+    main()
