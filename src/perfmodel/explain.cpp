@@ -29,13 +29,69 @@ RunConfig config_of(const nlohmann::json& c) {
   r.accumulate = c.value("accumulate", 1);
   r.chunk_bytes = static_cast<std::size_t>(c.value("chunk_kb", 0.0) * 1024);  // absent: by layout
   r.disk_bytes_per_sample = 0;  // dtrain train holds the dataset in memory
+  if (c.value("mode", std::string("allreduce")) == "ps") {
+    r.exchange = Exchange::kParameterServer;
+    r.servers = c.value("servers", 1);
+    r.workers = std::max(1, r.workers - r.servers);
+    r.sync = parse_sync(c.value("sync", std::string("bsp")));
+    r.staleness = c.value("staleness", 0);
+  }
+  if (c.contains("slowdown")) {  // dtrain train --slow-*: the model prices the same workers
+    const nlohmann::json& d = c["slowdown"];
+    const std::string mode = d.value("mode", std::string("none"));
+    if (mode == "persistent" || mode == "random") {
+      r.slowdown.straggler = mode == "random" ? WorkerSpeeds::Straggler::kRandom : WorkerSpeeds::Straggler::kPersistent;
+      r.slowdown.factor = d.value("factor", 1.0);
+      r.slowdown.probability = d.value("probability", 0.0);
+    }
+  }
   return r;
 }
 
 std::string ms(double s) { return format_seconds(s); }
 
+// The servers' side of a parameter-server run, from its "ps" record (null: the run did not end).
+std::string server_report(const nlohmann::json& ps, const Explanation& e) {
+  if (!ps.is_object()) return "\nparameter servers: the log has no \"ps\" record (the run did not finish)\n";
+  std::string s =
+      fmt::format("\nparameter servers: {:.2f} global steps/s while every worker ran", e.ps_steps_per_second);
+  if (e.has_model) {
+    const double predicted = 1 / e.predicted_step;
+    s += fmt::format(" (model {:.2f}, {:+.1f}%)", predicted,
+                     e.ps_steps_per_second > 0 ? 100 * (predicted - e.ps_steps_per_second) / e.ps_steps_per_second : 0);
+  }
+  s += fmt::format("; server 0 busy {:.0f}% of the time\n", 100 * e.ps_busy_fraction);
+  s += fmt::format("staleness: clock gap max {}, tau mean {:.2f}\n", ps.value("gap_max", std::int64_t{-1}),
+                   ps.value("tau_mean", 0.0));
+  std::vector<std::string> waits;
+  for (double w : e.ps_worker_waits) waits.push_back(ms(w));
+  if (!waits.empty()) s += fmt::format("workers waited for the servers: {} in all\n", fmt::join(waits, ", "));
+  return s;
+}
+
+// A parameter-server run's wait: the servers' load, the slowest worker under BSP, or the bytes.
+std::string server_advice(const Explanation& e, const RunConfig& c) {
+  if (e.ps_busy_fraction > 0.5) {
+    return fmt::format("the servers are busy {:.0f}% of the time: more --servers share the load",
+                       100 * e.ps_busy_fraction);
+  }
+  if (!e.ps_worker_waits.empty() && c.sync != Sync::kAsp) {
+    const auto [least, most] = std::minmax_element(e.ps_worker_waits.begin(), e.ps_worker_waits.end());
+    if (*most - *least > 0.25 * *most) {
+      return fmt::format(
+          "the workers wait unequally ({} to {} in all): under {} a clock waits for the slowest worker; --sync ssp "
+          "--staleness S (or asp) lets the others run on",
+          ms(*least), ms(*most), sync_name(c.sync));
+    }
+  }
+  std::string s = "every step pushes the gradients and pulls the weights";
+  if (c.comm_dtype == DType::kF32) s += "; --comm-dtype bf16 halves the pushes";
+  return s + "; more --servers split the bytes between them";
+}
+
 // What shrinks each kind of loss.
 std::string advice(const std::string& part, const Explanation& e, const RunConfig& c) {
+  if (part == "exposed communication" && c.exchange == Exchange::kParameterServer) return server_advice(e, c);
   if (part == "exposed communication") {
     if (!e.has_model) return "the wait for the gradient buckets after backward";
     if (e.turns && e.straggler > 0.5 * e.predicted.comm) {
@@ -93,6 +149,7 @@ MeasuredRun read_metrics_log(const std::string& path) {
     const std::string type = j.value("type", "");
     if (type == "config") run.config = j;
     if (type == "epoch") run.epochs.push_back(j);
+    if (type == "ps") run.ps = j;
   }
   if (run.config.is_null()) {
     throw DataError(fmt::format("{}: no \"config\" record; is this a dtrain train --log file?", path));
@@ -127,6 +184,16 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec,
   e.measured = {total.data / n, total.forward / n, total.backward / n, total.comm / n, total.update / n};
   e.measured_other = std::max(0.0, e.measured_step - e.measured.total());
   e.run_core_round_trip = cfg.value("core_round_trip_ns", 0.0) * 1e-9;
+  e.parameter_server = c.exchange == Exchange::kParameterServer;
+  if (run.ps.is_object()) {
+    e.ps_steps_per_second = run.ps.value("steps_per_second", 0.0);
+    e.ps_worker_waits = run.ps.value("worker_wait_seconds", std::vector<double>{});
+    if (run.ps.contains("servers") && !run.ps["servers"].empty()) {
+      const nlohmann::json& s0 = run.ps["servers"][0];
+      const double server_seconds = s0.value("seconds", 0.0);
+      e.ps_busy_fraction = server_seconds > 0 ? s0.value("busy_seconds", 0.0) / server_seconds : 0.0;
+    }
+  }
 
   // The model: a profile given now, else the one the run was trained with (if still readable),
   // else the prediction the log holds.
@@ -145,6 +212,8 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec,
     RunConfig one = c;
     one.workers = 1;
     one.double_buffering = false;
+    one.exchange = Exchange::kAllreduce;  // one worker alone: no servers, nobody slowed
+    one.slowdown = WorkerSpeeds{};
     e.one_worker_step = predict_step(w, profile, one).step;
     e.has_model = true;
     e.profile = profile.name;
@@ -176,7 +245,10 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec,
 
   // The report.
   std::string s = fmt::format("run: {} on {}, {} worker(s) x batch {}", model, dataset, c.workers, c.batch_per_worker);
-  if (c.workers > 1) {
+  if (e.parameter_server) {
+    s += fmt::format(", {} parameter server(s), sync {}{}, pushes in {}", c.servers, sync_name(c.sync),
+                     c.sync == Sync::kSsp ? fmt::format(" (staleness {})", c.staleness) : "", dtype_name(c.comm_dtype));
+  } else if (c.workers > 1) {
     s +=
         fmt::format(", {} allreduce in {}, {} buckets{}{}", comm::algorithm_name(c.algorithm), dtype_name(c.comm_dtype),
                     bucket_label(c.bucket_bytes), c.double_buffering ? ", double buffering" : "",
@@ -191,7 +263,7 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec,
   row("data wait", e.measured.data, e.predicted.data);
   row("forward", e.measured.forward, e.predicted.forward);
   row("backward", e.measured.backward, e.predicted.backward);
-  row("communication (exposed)", e.measured.comm, e.predicted.comm);
+  row(e.parameter_server ? "waiting for the servers" : "communication (exposed)", e.measured.comm, e.predicted.comm);
   if (e.has_model && e.straggler > 0) {
     s += fmt::format("  {:<24} {:>10} {:>10}\n", e.turns ? "  of which taking turns" : "  of which straggler wait", "",
                      ms(e.straggler));
@@ -204,7 +276,9 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec,
                      100 * (e.predicted_step - e.measured_step) / e.measured_step, e.profile);
   }
   if (e.layers) s += format_layer_comparison(*e.layers, trace_path);
-  if (e.has_model && c.workers > 1) {
+  if (e.parameter_server) {
+    s += server_report(run.ps, e);
+  } else if (e.has_model && c.workers > 1) {
     s += fmt::format(
         "\ncommunication (model): {} bucket(s), {} per step on the communication thread, of which the collectives "
         "{} (latency {}: rounds x alpha; bandwidth and reduction {}); {} of it overlaps compute, {} is exposed\n",
@@ -288,6 +362,11 @@ nlohmann::json explanation_json(const Explanation& e) {
     j["comm_allreduce_s"] = e.comm_allreduce;
     j["straggler_s"] = e.straggler;
     j["buckets"] = e.buckets;
+  }
+  if (e.parameter_server) {
+    j["ps_steps_per_second"] = e.ps_steps_per_second;
+    j["ps_busy_fraction"] = e.ps_busy_fraction;
+    j["ps_worker_wait_s"] = e.ps_worker_waits;
   }
   if (e.layers) {
     nlohmann::json kinds = nlohmann::json::array();

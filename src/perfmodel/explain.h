@@ -14,7 +14,10 @@
 //              beside the other ranks and the communication thread, data and the rest; the
 //              largest part is named, with what would shrink it;
 //   layers     with a trace of the run (`dtrain train --trace`), its forward and backward layer by
-//              layer beside the model's, summed per layer kind (layer_comparison.h).
+//              layer beside the model's, summed per layer kind (layer_comparison.h);
+//   servers    parameter-server runs: the servers' global steps per second (beside the model's),
+//              their busy share, the staleness the rule allowed and each worker's wait, and for a
+//              run limited by its wait, whether the servers or the slowest worker hold it.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -32,6 +35,7 @@ namespace dtrain::perf {
 struct MeasuredRun {
   nlohmann::json config;               // the "config" record
   std::vector<nlohmann::json> epochs;  // the "epoch" records, in order
+  nlohmann::json ps;                   // a parameter-server run's "ps" record (ps/run_stats.h), or null
 };
 
 // Throws InputError when the file cannot be read, DataError naming the line when it is not a
@@ -54,6 +58,11 @@ struct Explanation {
   // Cache-line round trips between two cores (core/core_round_trip.h), seconds, 0 when not
   // recorded: at the run's start (the log) and when the profile was calibrated.
   double run_core_round_trip = 0, profile_core_round_trip = 0;
+  // Parameter-server runs (the log's "ps" record): global steps per second while every worker
+  // ran, server 0's busy share, each worker's wait for the servers (seconds in all).
+  bool parameter_server = false;
+  double ps_steps_per_second = 0, ps_busy_fraction = 0;
+  std::vector<double> ps_worker_waits;
   std::optional<LayerComparison> layers;  // with a trace
   std::string limit;                      // what limits scaling
   std::string text;                       // the report

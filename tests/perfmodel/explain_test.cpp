@@ -82,6 +82,56 @@ TEST(Explain, WithAProfileNamesLatencyOrBandwidthAndTheScalingLoss) {
   std::filesystem::remove(profile_path);
 }
 
+// A parameter-server run: 4 ranks are 3 workers and a server; the log's "ps" record says who waited.
+nlohmann::json ps_config() {
+  nlohmann::json c = config(4);
+  c["mode"] = "ps";
+  c["servers"] = 1;
+  c["sync"] = "bsp";
+  return c;
+}
+
+nlohmann::json ps_record(double busy_seconds, std::vector<double> waits) {
+  return {{"type", "ps"},
+          {"steps_per_second", 12.5},
+          {"gap_max", 0},
+          {"tau_mean", 0.0},
+          {"worker_wait_seconds", waits},
+          {"servers", {{{"seconds", 10.0}, {"busy_seconds", busy_seconds}}}}};
+}
+
+TEST(Explain, ParameterServerRunsNameTheServersOrTheSlowestWorker) {
+  const auto profile_path = std::filesystem::temp_directory_path() / "dtrain_explain_ps_profile.json";
+  {
+    std::ofstream f(profile_path);
+    f << profile_to_json(testing::test_profile(4, 1e-6, 1e9, 1e10, 1e10)).dump();
+  }
+  const auto explain = [&](const nlohmann::json& ps) {
+    const std::string log =
+        write_log("dtrain_explain_ps.jsonl", {ps_config(), epoch(1, 50, {0, 10, 20, 50, 0}, 0), ps});
+    const Explanation e = explain_run(read_metrics_log(log), profile_path.string());
+    std::filesystem::remove(log);
+    return e;
+  };
+  // Workers that waited unequally under BSP: the slowest holds the others.
+  Explanation e = explain(ps_record(1.0, {9.0, 1.0, 1.5}));
+  EXPECT_TRUE(e.parameter_server);
+  EXPECT_NE(e.text.find("3 worker(s) x batch 64, 1 parameter server(s), sync bsp, pushes in f32"), std::string::npos)
+      << e.text;
+  EXPECT_NE(e.text.find("waiting for the servers"), std::string::npos) << e.text;
+  EXPECT_NE(e.text.find("12.50 global steps/s while every worker ran (model "), std::string::npos) << e.text;
+  EXPECT_NE(e.text.find("--sync ssp"), std::string::npos) << e.text;
+  EXPECT_DOUBLE_EQ(e.ps_busy_fraction, 0.1);
+  // Busy servers: more of them.
+  e = explain(ps_record(8.0, {2.0, 2.0, 2.0}));
+  EXPECT_NE(e.text.find("the servers are busy 80% of the time: more --servers"), std::string::npos) << e.text;
+  // Neither: the bytes.
+  e = explain(ps_record(1.0, {2.0, 2.0, 2.0}));
+  EXPECT_NE(e.text.find("--comm-dtype bf16 halves the pushes"), std::string::npos) << e.text;
+  EXPECT_EQ(explanation_json(e)["ps_steps_per_second"], 12.5);
+  std::filesystem::remove(profile_path);
+}
+
 TEST(Explain, ComparesTheRunsMachineStateWithTheProfiles) {
   const auto profile_path = std::filesystem::temp_directory_path() / "dtrain_explain_state.json";
   Profile profile = testing::test_profile(2, 1e-6, 1e9, 1e10, 1e10);
