@@ -56,12 +56,11 @@ std::optional<ps::PsConfig> ps_config(const PsFlags& f, const ProcessGroup& grou
   return c;
 }
 
-void check_ps_supports(bool double_buffering, int accumulate, const std::string& trace) {
+void check_ps_supports(bool double_buffering, const std::string& trace) {
   const auto refuse = [](const char* flag) {
     throw InputError(fmt::format("{} is not available with --mode ps yet; leave it out or use --mode allreduce", flag));
   };
   if (double_buffering) refuse("--double-buffering");
-  if (accumulate != 1) refuse("--accumulate");
   if (!trace.empty()) refuse("--trace");
 }
 

@@ -30,9 +30,9 @@ void add_ps_flags(CLI::App& command, PsFlags& flags);
 std::optional<ps::PsConfig> ps_config(const PsFlags& flags, const ProcessGroup& group, double timeout_seconds,
                                       DType wire);
 
-// What parameter-server training does not do yet (double buffering, accumulation, traces):
-// InputError naming the flag.
-void check_ps_supports(bool double_buffering, int accumulate, const std::string& trace);
+// What parameter-server training does not do yet (double buffering, traces): InputError naming
+// the flag.
+void check_ps_supports(bool double_buffering, const std::string& trace);
 
 // This rank's server (a rank >= the workers) until every worker is done; its stats go to worker
 // 0, which prints and logs them. Returns the exit code.

@@ -183,7 +183,7 @@ int run_train(TrainOptions o) {
   ProcessGroup group = join_process_group(o.timeout, o.chunk_kb);
   const bool leader = group.rank == 0;
   const std::optional<ps::PsConfig> ps = ps_config(o.ps, group, o.timeout, dp.comm_dtype);
-  if (ps) check_ps_supports(o.double_buffering, o.accumulate, o.trace);
+  if (ps) check_ps_supports(o.double_buffering, o.trace);
   // The ranks that train (all but the parameter servers) and the sums over them: a parameter
   // server takes part in no collective after start-up, so parameter-server workers sum nothing.
   const int workers = ps ? ps->workers : group.size;
@@ -285,6 +285,7 @@ int run_train(TrainOptions o) {
   if (ps) {
     auto psu = std::make_unique<ps::PsUpdater>(*model, *optimizer, group.comm->transport(), *ps, ps_start > 0);
     ps_worker = psu.get();
+    psu->set_accumulate(o.accumulate);
     if (o.checkpoint.resume) ps_start = psu->share_start_step(ps_start);
     updater = std::move(psu);
   } else if (group.active()) {

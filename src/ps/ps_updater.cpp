@@ -1,5 +1,7 @@
 #include "ps/ps_updater.h"
 
+#include <fmt/format.h>
+
 #include <utility>
 
 #include "core/error.h"
@@ -51,14 +53,26 @@ void PsUpdater::fetch_server_state() {
   optimizer_.set_steps(state.steps);
 }
 
+void PsUpdater::set_accumulate(int k) {
+  if (k < 1) throw InputError(fmt::format("--accumulate must be >= 1, got {}", k));
+  accumulate_ = k;
+}
+
 StepResult PsUpdater::update(const Batch& batch, std::int64_t iteration) {
-  StepResult r = forward_backward(batch, iteration);
+  StepResult r = forward_backward(batch, iteration, accumulate_);
   const Stopwatch sw;
   std::vector<Tensor> grads;  // held while the pointers into them are used
   std::vector<const float*> from;
+  const auto scale = static_cast<float>(1.0 / accumulate_);
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Tensor& g = params_[i].grad();
     grads.push_back(g.defined() ? g.to_plain() : zeros_[i]);
+    if (accumulate_ > 1 && g.defined()) {
+      // The micro-batches' summed mean gradients to the batch's mean (a copy: to_plain may share).
+      grads.back() = grads.back().clone();
+      float* v = grads.back().data<float>();
+      for (std::int64_t e = 0; e < grads.back().numel(); ++e) v[e] *= scale;
+    }
     from.push_back(grads.back().data<float>());
   }
   worker_->step(from, optimizer_.lr(), weights_);

@@ -1,7 +1,8 @@
 // The worker's Updater in parameter-server training: the trainer's loop is the one of every
 // other mode, and only this step differs. Per step at clock c:
 //   1. forward, softmax cross-entropy and backward of this worker's batch (the loss checked
-//      finite before anything leaves the worker, as StandardUpdater does);
+//      finite before anything leaves the worker, as StandardUpdater does), in --accumulate
+//      micro-batches whose mean gradient is pushed;
 //   2. push every server its shard of the gradients with the optimizer's learning rate (the
 //      trainer's schedule sets it), pull clock c + 1 and copy the weights into the parameters
 //      (ps/ps_worker.h); the wait for the gate is the step's "comm" time.
@@ -28,6 +29,8 @@ class PsUpdater : public StandardUpdater {
   // `transport` must outlive the updater.
   PsUpdater(Module& model, Optimizer& optimizer, comm::Transport& transport, const PsConfig& config,
             bool resumed = false);
+  // Each step in `k` micro-batches (--accumulate): their mean gradient is pushed once.
+  void set_accumulate(int k);
 
   StepResult update(const Batch& batch, std::int64_t iteration) override;
   // Tells the servers this worker is done (also when the updater is destroyed).
@@ -43,7 +46,8 @@ class PsUpdater : public StandardUpdater {
  private:
   std::vector<Variable> params_;
   std::vector<float*> weights_;
-  std::vector<Tensor> zeros_;          // the gradient of a parameter backward did not reach
+  std::vector<Tensor> zeros_;  // the gradient of a parameter backward did not reach
+  int accumulate_ = 1;
   OptimizerShards optimizer_shards();  // pointers into optimizer_'s state (allocated if need be)
   std::unique_ptr<PsWorker> worker_;
 };

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "autograd/ops/loss.h"
+#include "core/error.h"
 #include "core/timer.h"
 
 namespace dtrain {
@@ -31,6 +32,32 @@ StepResult StandardUpdater::forward_backward(const Batch& batch, std::int64_t it
   optimizer_.zero_grad();
   loss.backward();
   r.times.backward = sw.seconds();
+  return r;
+}
+
+StepResult StandardUpdater::forward_backward(const Batch& batch, std::int64_t iteration, int micro_batches) {
+  if (micro_batches == 1) return forward_backward(batch, iteration);
+  const std::int64_t n = batch.x.size(0);
+  if (micro_batches < 1 || n % micro_batches != 0) {
+    throw InputError(fmt::format("--accumulate {} must divide the batch {} evenly", micro_batches, n));
+  }
+  StepResult r;
+  optimizer_.zero_grad();
+  double loss_sum = 0;
+  for (int m = 0; m < micro_batches; ++m) {
+    const std::int64_t lo = n / micro_batches * m, hi = n / micro_batches * (m + 1);
+    const Batch slice{batch.x.slice_rows(lo, hi), batch.y.slice_rows(lo, hi), {}};
+    StepResult part;
+    Variable loss = forward_loss(slice, iteration, part);
+    const Stopwatch sw;
+    loss.backward();  // adds into the gradients of the slices before
+    r.times.backward += sw.seconds();
+    r.times.forward += part.times.forward;
+    r.correct += part.correct;
+    loss_sum += part.loss;
+  }
+  r.loss = loss_sum / micro_batches;
+  r.samples = n;
   return r;
 }
 

@@ -38,6 +38,10 @@ class StandardUpdater : public Updater {
   // Forward, loss (checked finite), zeroed gradients and backward: the step's part every updater
   // of one worker shares; fills loss, correct, samples and the forward and backward times.
   StepResult forward_backward(const Batch& batch, std::int64_t iteration);
+  // The same over `micro_batches` equal slices of the batch, one after the other: the gradients
+  // are the sum of the slices' mean gradients (divide by micro_batches for the batch's mean), the
+  // loss their mean. InputError when micro_batches does not divide the batch.
+  StepResult forward_backward(const Batch& batch, std::int64_t iteration, int micro_batches);
 
   Module& model_;
   Optimizer& optimizer_;

@@ -88,7 +88,7 @@ struct BspRun {
   std::vector<float> worker0;  // worker 0's parameters after its last pull
 };
 
-BspRun bsp(int workers, int servers, const OptimizerConfig& oc) {
+BspRun bsp(int workers, int servers, const OptimizerConfig& oc, int accumulate = 1) {
   const PsConfig config = testing::test_config(workers, servers, SyncMode::kBsp);
   BspRun run;
   const std::int64_t total = small_mlp()->num_parameters();
@@ -98,6 +98,7 @@ BspRun bsp(int workers, int servers, const OptimizerConfig& oc) {
         // The worker's optimizer carries only the learning rate.
         auto opt = make_optimizer(oc, model->parameters());
         PsUpdater updater(*model, *opt, t, config);
+        updater.set_accumulate(accumulate);
         const Sampler sampler(images().size(), SamplerConfig::train(kGlobalBatch / workers, 11, t.rank(), workers));
         Loader loader(images(), sampler, 0, LoaderOptions{0, {}, {}, 0, {}});
         for (int step = 0; step < kSteps; ++step) {
@@ -137,6 +138,34 @@ TEST_P(PsEveryOptimizer, BspEqualsOneProcessWithTheGlobalBatchForEveryServerCoun
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, PsEveryOptimizer, ::testing::Values("sgd", "rmsprop", "adam"),
                          [](const auto& p) { return p.param; });
+
+// --accumulate 2: each worker pushes the mean gradient of its two micro-batches, the same step
+// as the whole batch's to rounding.
+TEST(PsUpdater, AccumulatedMicroBatchesPushTheBatchsMeanGradient) {
+  const OptimizerConfig oc = with_decay("sgd");
+  const std::vector<float> reference = single_process(oc);
+  const BspRun two = bsp(3, 2, oc, 2);
+  ASSERT_EQ(two.servers.size(), reference.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < reference.size(); ++i) {
+    const double diff = std::abs(static_cast<double>(two.servers[i]) - reference[i]);
+    worst = std::max(worst, diff / std::max(1.0, std::abs(static_cast<double>(reference[i]))));
+  }
+  EXPECT_LT(worst, 1e-5);
+  auto model = small_mlp();
+  auto opt = make_optimizer(oc, model->parameters());
+  const PsConfig config = testing::test_config(1, 1, SyncMode::kBsp);
+  EXPECT_THROW(testing::run_ps(config, oc, model->num_parameters(),
+                               [&](comm::Transport& t) {
+                                 PsUpdater updater(*model, *opt, t, config);
+                                 updater.set_accumulate(5);  // 5 does not divide 192
+                                 Loader loader(images(),
+                                               Sampler(images().size(), SamplerConfig::train(kGlobalBatch, 11)), 0,
+                                               LoaderOptions{0, {}, {}, 0, {}});
+                                 updater.update(next_batch(loader), 0);
+                               }),
+               InputError);
+}
 
 TEST(PsUpdater, BspRunsAreBitwiseRepeatable) {
   EXPECT_EQ(bsp(2, 2, with_decay("sgd")).servers, bsp(2, 2, with_decay("sgd")).servers);
