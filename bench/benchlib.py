@@ -39,6 +39,17 @@ def require_torch(skip_flag=None):
                  f"build (apt-get install -y --no-install-recommends {TORCH_PACKAGES}){skip}")
 
 
+def profile_for(a, ranks, models, tmp):
+    """a.profile when given, else a calibration of this machine under mpirun -np `ranks` (1 thread
+    per rank, a.batch, `models`) written into the folder `tmp`."""
+    if a.profile:
+        return a.profile
+    path = os.path.join(tmp, "profile.json")
+    run(MPIRUN + ["-np", str(ranks), a.dtrain, "calibrate", "--threads", "1", "--batch", str(a.batch),
+                  "--models", models, "-o", path], timeout=1800)
+    return path
+
+
 def run(cmd, env=None, timeout=900):
     """Runs cmd, returns its stdout; exits with its output on failure."""
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)

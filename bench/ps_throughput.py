@@ -28,7 +28,7 @@ import statistics
 import sys
 import tempfile
 
-from benchlib import MPIRUN, add_common_args, footer, header, run, wait_quiet
+from benchlib import MPIRUN, add_common_args, footer, header, profile_for, run, wait_quiet
 
 
 def stragglers(a):
@@ -99,11 +99,7 @@ def main():
     extra = {s: [] for s in a.settings}  # allreduce on W + K ranks, no straggler only
     stats = {}
     with tempfile.TemporaryDirectory() as tmp:
-        profile = a.profile
-        if not profile:
-            profile = os.path.join(tmp, "profile.json")
-            run(MPIRUN + ["-np", str(a.workers), a.dtrain, "calibrate", "--threads", "1", "--batch", str(a.batch),
-                          "--models", a.model, "-o", profile], timeout=1800)
+        profile = profile_for(a, a.workers, a.model, tmp)
         log = os.path.join(tmp, "log.jsonl")
         for rep in range(a.reps):
             for s in a.settings:

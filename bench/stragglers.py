@@ -21,7 +21,7 @@ import statistics
 import sys
 import tempfile
 
-from benchlib import MPIRUN, add_common_args, footer, header, run, wait_quiet
+from benchlib import MPIRUN, add_common_args, footer, header, profile_for, run, wait_quiet
 
 
 def settings(factor, ranks):
@@ -67,11 +67,7 @@ def main():
     a = p.parse_args()
     header(f"stragglers: {a.model}, {a.ranks} ranks x batch {a.batch}, factor {a.factor}, --allreduce {a.allreduce}")
     with tempfile.TemporaryDirectory() as tmp:
-        profile = a.profile
-        if not profile:
-            profile = os.path.join(tmp, "profile.json")
-            run(MPIRUN + ["-np", str(a.ranks), a.dtrain, "calibrate", "--threads", "1", "--batch", str(a.batch),
-                          "--models", a.model, "-o", profile], timeout=1800)
+        profile = profile_for(a, a.ranks, a.model, tmp)
         cases = settings(a.factor, a.ranks)
         steps = {name: [] for name, _ in cases}
         for rep in range(a.reps):
