@@ -82,7 +82,7 @@ def main():
     p.add_argument("--workers", type=int, default=3)
     p.add_argument("--servers", type=int, default=1)
     p.add_argument("--staleness", type=int, nargs="+", default=[1, 3], help="SSP bounds to run")
-    p.add_argument("--model", default="lenet")
+    p.add_argument("--model", default="resnet20")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--limit", type=int, default=19200, help="training samples per run (all workers together)")
     p.add_argument("--factor", type=float, default=2.0)
