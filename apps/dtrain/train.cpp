@@ -342,9 +342,7 @@ int run_train(TrainOptions o) {
   const bool bar = o.progress == "bar" || (o.progress == "auto" && isatty(STDOUT_FILENO) != 0 && !group.active());
   if (leader && o.progress != "none") trainer.add_extension(std::make_unique<ProgressReport>(bar));
   const TrainerState s = trainer.run();
-  if (ps_worker != nullptr) {
-    ps_worker->finish();  // the servers stop once every worker is done; worker 0 gets their stats
-  }
+  if (ps_worker != nullptr) ps_worker->finish();  // the servers stop once all workers are; worker 0 gets their stats
   if (ps_worker != nullptr && leader) {
     const auto& stats = ps_worker->worker().server_stats();
     nlohmann::json record = ps::ps_record(stats, ps->workers);

@@ -186,17 +186,9 @@ void GradientBuckets::reduce(comm::Communicator& comm, std::size_t bucket, int s
       s.unscaled[p] = 0;
     }
     auto* wire = static_cast<std::uint16_t*>(s.wire[bucket].raw_data());
-    if (comm_dtype_ == DType::kF16) {
-      convert_f32_to_f16(data, wire, n);
-    } else {
-      convert_f32_to_bf16(data, wire, n);
-    }
+    convert_f32_to_16bit(comm_dtype_, data, wire, n);
     comm.allreduce(wire, n, comm_dtype_, algorithm);
-    if (comm_dtype_ == DType::kF16) {
-      convert_f16_to_f32(wire, data, n);
-    } else {
-      convert_bf16_to_f32(wire, data, n);
-    }
+    convert_16bit_to_f32(comm_dtype_, wire, data, n);
   }
   // An unscaled f32 sum (adopted or written in place) is scaled here, fused with the check.
   for (std::size_t p : layout_.buckets[bucket]) {

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "parallel/buckets.h"
 
 namespace dtrain::ps {
 
@@ -68,10 +69,10 @@ StepResult PsUpdater::update(const Batch& batch, std::int64_t iteration) {
     const Tensor& g = params_[i].grad();
     grads.push_back(g.defined() ? g.to_plain() : zeros_[i]);
     if (accumulate_ > 1 && g.defined()) {
-      // The micro-batches' summed mean gradients to the batch's mean (a copy: to_plain may share).
-      grads.back() = grads.back().clone();
+      // The micro-batches' summed mean gradients to the batch's mean, in place (the next step
+      // zeroes the gradients anyway).
       float* v = grads.back().data<float>();
-      for (std::int64_t e = 0; e < grads.back().numel(); ++e) v[e] *= scale;
+      scaled_copy(v, v, static_cast<std::size_t>(grads.back().numel()), scale);
     }
     from.push_back(grads.back().data<float>());
   }

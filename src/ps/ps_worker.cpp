@@ -35,8 +35,9 @@ PsWorker::PsWorker(comm::Transport& transport, const PsConfig& config, std::vect
 
 PsWorker::~PsWorker() {
   if (!started_ || finished_) return;
+  // Not the stats: an error is on its way out, and the other workers may train on for long.
   try {
-    send_done();                     // not the stats: an error is on its way out, and the others may train on for long
+    send_done();
   } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): the servers report the silence
   }
 }
@@ -160,12 +161,7 @@ void PsWorker::step(std::span<const float* const> grads, double lr, std::span<fl
       sharding_.gather(k, grads, std::span<float>(payload, n));
     } else {
       sharding_.gather(k, grads, std::span<float>(narrow_buf_.data(), n));
-      auto* narrow = reinterpret_cast<std::uint16_t*>(payload);
-      if (config_.wire == DType::kF16) {
-        convert_f32_to_f16(narrow_buf_.data(), narrow, n);
-      } else {
-        convert_f32_to_bf16(narrow_buf_.data(), narrow, n);
-      }
+      convert_f32_to_16bit(config_.wire, narrow_buf_.data(), reinterpret_cast<std::uint16_t*>(payload), n);
     }
     pending_.push_back(transport_.isend(buf.data(), buf.size() * sizeof(float), config_.server_rank(k), kTagPush));
   }

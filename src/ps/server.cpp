@@ -89,12 +89,8 @@ float* ParameterServer::gradient(int w) {
 void ParameterServer::widen_push(int w) {
   if (config_.wire == DType::kF32) return;
   const auto i = static_cast<std::size_t>(w);
-  const auto* narrow = reinterpret_cast<const std::uint16_t*>(push_buf_[i].data() + kHeaderFloats);
-  if (config_.wire == DType::kF16) {
-    convert_f16_to_f32(narrow, widened_[i].data(), widened_[i].size());
-  } else {
-    convert_bf16_to_f32(narrow, widened_[i].data(), widened_[i].size());
-  }
+  convert_16bit_to_f32(config_.wire, reinterpret_cast<const std::uint16_t*>(push_buf_[i].data() + kHeaderFloats),
+                       widened_[i].data(), widened_[i].size());
 }
 
 void ParameterServer::post_push(int w) {

@@ -142,4 +142,22 @@ void convert_bf16_to_f32(const std::uint16_t* src, float* dst, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
 }
 
+void convert_f32_to_16bit(DType to, const float* src, std::uint16_t* dst, std::size_t n) {
+  DT_CHECK(to == DType::kF16 || to == DType::kBF16, "a 16-bit cast to {}", dtype_name(to));
+  if (to == DType::kF16) {
+    convert_f32_to_f16(src, dst, n);
+  } else {
+    convert_f32_to_bf16(src, dst, n);
+  }
+}
+
+void convert_16bit_to_f32(DType from, const std::uint16_t* src, float* dst, std::size_t n) {
+  DT_CHECK(from == DType::kF16 || from == DType::kBF16, "a 16-bit cast from {}", dtype_name(from));
+  if (from == DType::kF16) {
+    convert_f16_to_f32(src, dst, n);
+  } else {
+    convert_bf16_to_f32(src, dst, n);
+  }
+}
+
 }  // namespace dtrain

@@ -33,5 +33,8 @@ void convert_f32_to_f16(const float* src, std::uint16_t* dst, std::size_t n);
 void convert_f16_to_f32(const std::uint16_t* src, float* dst, std::size_t n);
 void convert_f32_to_bf16(const float* src, std::uint16_t* dst, std::size_t n);
 void convert_bf16_to_f32(const std::uint16_t* src, float* dst, std::size_t n);
+// The same for a 16-bit type named at run time (kF16 or kBF16; a 16-bit wire's casts).
+void convert_f32_to_16bit(DType to, const float* src, std::uint16_t* dst, std::size_t n);
+void convert_16bit_to_f32(DType from, const std::uint16_t* src, float* dst, std::size_t n);
 
 }  // namespace dtrain
