@@ -8,7 +8,11 @@ very layout (by default once per model, `--models M`: the compute rates of that 
 shapes), then for every row of the grid (models W1 mlp, W2 lenet, W3 resnet20; allreduce ring,
 tree, butterfly, onetoall, mpi, and shm where the ranks share one host; f32 or f16 on the wire; with or without double buffering) it
 predicts the time per step with `dtrain predict --profile <that calibration> --json` and measures
-it with `dtrain bench train` under the same layout. Every constant comes from the calibration;
+it with `dtrain bench train` under the same layout. Parameter-server rows (--ps rules, --servers K
+shards, with and without one worker persistently --slow-factor slower) run `dtrain train --mode ps`
+for one epoch of about --seconds of steps and take the servers' global steps per second from the
+log's "ps" record; the last K ranks of the layout serve, so across the emulated hosts with one rank
+each the pushes and pulls cross the shaped link. Every constant comes from the calibration;
 nothing is fitted to the measured steps (Paleo's authors fitted an efficiency per experiment).
 
 Prints each row's predicted and measured time per step and the error, then the median and maximum
@@ -42,6 +46,8 @@ Every factor is a flag, so a reduced grid is a matter of naming fewer levels:
   bench/validate_model.py                                   # the whole grid
   bench/validate_model.py --ranks 1,2 --models mlp --algorithms ring,mpi --dtypes f32 --db no \\
       --rates ''                                            # 4 rows, no emulated hosts
+  bench/validate_model.py --ranks 4 --rates 1gbit --models lenet,resnet20 --algorithms '' \
+      --dtypes f32 --db no                                  # the parameter-server rows only
   bench/validate_model.py --list                            # the rows and nothing else
 --summary F prints the summaries of a grid saved with --json F again, measuring nothing.
 --profiles DIR keeps the calibrations (each row of --json names its own), to see which constants
@@ -114,13 +120,33 @@ def build_grid(a):
             rows = [dict(model=m, algorithm=al, dtype=d, db=db) for m, al, d, db in
                     itertools.product(listed(a.models), listed(a.algorithms), listed(a.dtypes), dbs)
                     if al != "shm" or lay.rate is None]
+            rows += ps_rows(a, lay)
         grid.append((lay, rows))
     return grid
+
+
+def ps_rows(a, lay):
+    """The parameter-server rows of a layout: every rule of --ps, every --servers K that leaves
+    at least one worker (the last ranks are the servers, ps/protocol.h), with and without a
+    persistent straggler (the last worker --slow-factor times slower; only where there are two
+    workers or more)."""
+    rows = []
+    for m, sync, k, d, slow in itertools.product(listed(a.models), listed(a.ps), [int(k) for k in listed(a.servers)],
+                                                 listed(a.ps_dtypes), listed(a.stragglers)):
+        workers = lay.ranks - k
+        if workers < 1 or (slow == "persistent" and workers < 2):
+            continue
+        rows.append(dict(model=m, algorithm="ps", sync=sync, servers=k, workers=workers, dtype=d, db=False,
+                         straggler=slow))
+    return rows
 
 
 def row_label(layout, ranks, r):
     if ranks == 1:
         return f"{layout:<22} {r['model']:<9}"
+    if r["algorithm"] == "ps":
+        slow = f"{r['straggler'][:4]}" if r["straggler"] != "none" else ""
+        return f"{layout:<22} {r['model']:<9} ps {r['sync']} K={r['servers']} {r['dtype']} {slow}"
     return f"{layout:<22} {r['model']:<9} {r['algorithm']:<9} {r['dtype']} {'db' if r['db'] else '  '}"
 
 
@@ -134,7 +160,24 @@ def calibrate(a, lay, path, models):
     return bl.run(cmd, env=lay.env)
 
 
+def ps_flags(a, row):
+    """(dtrain train flags, dtrain predict flags) of a parameter-server row."""
+    rule = ["--servers", str(row["servers"]), "--sync", row["sync"], "--comm-dtype", row["dtype"]]
+    if row["sync"] == "ssp":
+        rule += ["--staleness", str(a.staleness)]
+    train, model = ["--mode", "ps"] + rule, ["--allreduce", "ps"] + rule
+    if row["straggler"] == "persistent":
+        train += ["--slow-rank", str(row["workers"] - 1), "--slow-factor", str(a.slow_factor)]
+        model += ["--slow-mode", "persistent", "--slow-factor", str(a.slow_factor)]
+    return train, model
+
+
 def predict(a, profile, lay, row):
+    if row["algorithm"] == "ps":  # trained by `dtrain train` on its default dataset (measure_ps)
+        cmd = [a.dtrain, "predict", "--model", row["model"], "--dataset", "fashion-mnist", "--workers",
+               str(row["workers"]), "--batch-per-worker", str(a.batch), "--profile", profile, "--epochs", "1",
+               "--json"] + ps_flags(a, row)[1]
+        return json.loads(bl.run(cmd))["runs"][-1]["step_s"]
     cmd = [a.dtrain, "predict", "--model", row["model"], "--dataset", DATASET[row["model"]], "--workers",
            str(lay.ranks), "--batch-per-worker", str(a.batch), "--profile", profile, "--epochs", "1", "--json"]
     if lay.ranks > 1:
@@ -176,7 +219,32 @@ def measured_steps(a, predicted):
     return max(a.min_steps, min(a.max_steps, round(a.seconds / max(predicted, 1e-4))))
 
 
+def measure_ps(a, lay, row, predicted):
+    """A parameter-server row's time per global step (W worker gradients): the inverse of the
+    servers' gradients per second over W while every worker still ran (the log's "ps" record,
+    ps/run_stats.h), from one epoch of `dtrain train --mode ps` over about --seconds of steps
+    (at least --ps-min-steps; the training set's 60000 samples at most). The cores' state is
+    sampled before and after the run (train does not probe it between)."""
+    steps = max(a.ps_min_steps, measured_steps(a, predicted))
+    limit = min(60000, steps * row["workers"] * a.batch)
+    before = core_state_now(a) if lay.rate is None else None
+    with tempfile.TemporaryDirectory(prefix="dtrain-validate-ps-") as tmp:
+        log = os.path.join(tmp, "log.jsonl")
+        cmd = lay.prefix() + [a.dtrain, "train", "--model", row["model"], "--batch", str(a.batch), "--threads", "1",
+                              "--epochs", "1", "--limit", str(limit), "--eval-limit", "64", "--progress", "none",
+                              "--log", log] + ps_flags(a, row)[0]
+        bl.run(cmd, env=lay.env)
+        with open(log) as f:
+            records = [r for r in map(json.loads, filter(str.strip, f)) if r.get("type") == "ps"]
+    if not records or records[-1]["steps_per_second"] <= 0:
+        sys.exit(f"{' '.join(cmd)}: the log has no parameter-server throughput")
+    after = core_state_now(a) if lay.rate is None else None
+    return 1.0 / records[-1]["steps_per_second"], [c for c in (before, after) if c]
+
+
 def measure(a, lay, row, predicted):
+    if row["algorithm"] == "ps":
+        return measure_ps(a, lay, row, predicted)
     steps = measured_steps(a, predicted)
     cmd = lay.prefix() + [a.dtrain, "bench", "train", "--model", row["model"], "--batch", str(a.batch),
                           "--threads", "1", "--steps", str(steps), "--warmup", str(max(2, steps // 10))]
@@ -252,6 +320,18 @@ def repeatable(results, span=1.25):
     return [r for r in results if len(r["meas"]) >= 2 and not spans_more_than(r["meas"], span)]
 
 
+def subset_errors(rows):
+    """The median and largest absolute error of `rows`, and of those whose repetitions agree within
+    25%; None where there are no rows."""
+    if not rows:
+        return None
+    errors = [abs(r["error"]) for r in rows]
+    agreed = [abs(r["error"]) for r in repeatable(rows)]
+    return {"rows": len(rows), "median_abs_error": bl.median(errors), "max_abs_error": max(errors),
+            "repeatable": {"rows": len(agreed), "median_abs_error": bl.median(agreed),
+                           "max_abs_error": max(agreed)} if agreed else None}
+
+
 def summarize(results, json_path=None, elapsed=None):
     """Prints the medians of the repetitions, the median and maximum absolute error, the breakdown,
     the same over the runs in the calibrated state, the repeatability of the measurement and the
@@ -293,6 +373,13 @@ def summarize(results, json_path=None, elapsed=None):
     if agreed:
         print(f"{len(agreed)} rows whose repetitions agree within 25% (max/min <= 1.25): median absolute error "
               f"{100 * bl.median(agreed):.1f}%, maximum {100 * max(agreed):.1f}%")
+    ps = subset_errors([r for r in results if r.get("algorithm") == "ps"])
+    if ps:
+        print(f"{ps['rows']} parameter-server rows: median absolute error {100 * ps['median_abs_error']:.1f}%, "
+              f"maximum {100 * ps['max_abs_error']:.1f}%" + (
+                  f"; the {ps['repeatable']['rows']} whose repetitions agree within 25%: median "
+                  f"{100 * ps['repeatable']['median_abs_error']:.1f}%, maximum "
+                  f"{100 * ps['repeatable']['max_abs_error']:.1f}%" if ps["repeatable"] else ""))
     bl.footer()
     if json_path:
         with open(json_path, "w") as f:
@@ -305,7 +392,8 @@ def summarize(results, json_path=None, elapsed=None):
                                          "rows_spanning_over_25pct": len(spread)},
                        "repeatable_rows": {"rows": len(agreed),
                                            "median_abs_error": bl.median(agreed) if agreed else None,
-                                           "max_abs_error": max(agreed) if agreed else None}}, f, indent=1)
+                                           "max_abs_error": max(agreed) if agreed else None},
+                       "parameter_server_rows": ps}, f, indent=1)
 
 
 def parse_args(argv=None):
@@ -318,6 +406,16 @@ def parse_args(argv=None):
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--algorithms", default=",".join(ALGORITHMS))
     ap.add_argument("--dtypes", default="f32,f16")
+    ap.add_argument("--ps", default="bsp,ssp,asp",
+                    help="parameter-server rules, one row each per --servers and --stragglers ('' for none)")
+    ap.add_argument("--servers", default="1,2", help="parameter-server shards K (W = ranks - K workers)")
+    ap.add_argument("--staleness", type=int, default=2, help="the ssp rows' bound S")
+    ap.add_argument("--stragglers", default="none,persistent",
+                    help="parameter-server rows without and with one worker persistently --slow-factor slower")
+    ap.add_argument("--slow-factor", type=float, default=2.0)
+    ap.add_argument("--ps-dtypes", default="f32", help="the parameter-server rows' push types")
+    ap.add_argument("--ps-min-steps", type=int, default=40,
+                    help="fewest global steps a parameter-server row measures (its rules settle over a few clocks)")
     ap.add_argument("--db", choices=["no", "yes", "both"], default="both", help="double buffering")
     ap.add_argument("--batch", type=int, default=64, help="samples per rank per step")
     ap.add_argument("--bucket-mb", type=float, default=1.0)
@@ -351,7 +449,9 @@ def parse_args(argv=None):
     a = ap.parse_args(argv)
     a.dtrain = os.path.abspath(a.dtrain)
     for flag, given, valid in (("--models", a.models, MODELS), ("--algorithms", a.algorithms, ALGORITHMS),
-                               ("--dtypes", a.dtypes, ["f32", "f16", "bf16"])):
+                               ("--dtypes", a.dtypes, ["f32", "f16", "bf16"]), ("--ps", a.ps, ["bsp", "ssp", "asp"]),
+                               ("--ps-dtypes", a.ps_dtypes, ["f32", "f16", "bf16"]),
+                               ("--stragglers", a.stragglers, ["none", "persistent"])):
         bad = [x for x in listed(given) if x not in valid]
         if bad:
             ap.error(f"{flag}: unknown {', '.join(bad)}; valid: {', '.join(valid)}")

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 
@@ -64,6 +65,19 @@ ServerTime parameter_server_time(const ServerPlan& plan, std::int64_t params, do
   }
   t.exposed = t.step - compute;
   return t;
+}
+
+WorkerCompute worker_compute_on_cores(const Profile& profile, int workers, Sync sync, double calibrated) {
+  WorkerCompute c{calibrated, calibrated};
+  if (!profile.node.cores) return c;
+  const double cores = profile.node.cores->value;
+  const double calibrated_ranks = std::max(1, profile.node.accelerators);
+  const double busy = std::min<double>(calibrated_ranks, workers);
+  c.alone = calibrated * std::min(1.0, cores / calibrated_ranks);
+  if (busy >= calibrated_ranks) return c;
+  c.as_calibrated = false;
+  c.shared = c.alone * (sync == Sync::kAsp ? std::max(1.0, busy / cores) : std::ceil(busy / cores));
+  return c;
 }
 
 }  // namespace dtrain::perf

@@ -51,4 +51,29 @@ struct ServerTime {
 ServerTime parameter_server_time(const ServerPlan& plan, std::int64_t params, double worker_compute,
                                  const Profile& profile);
 
+// A worker's compute per step where a host's ranks outnumber its CPUs (profile.h: cores). The
+// calibrated rates are those of `accelerators` ranks per host taking turns on `cores` CPUs, each
+// getting cores / accelerators of one; in a parameter-server run the servers wait blocked, so
+// only b = min(accelerators, W) workers per host compute. With C = cores:
+//   alone  = calibrated x min(1, C / accelerators): the step on a CPU of its own;
+//   shared = alone x ceil(b / C) under BSP and SSP: the scheduler keeps ranks on their CPUs, so
+//            the workers that share one with the most others set the pace of a synchronous step
+//            (and a persistent imbalance outruns any staleness bound);
+//          = alone x max(1, b / C) under ASP: its gradients come at the CPUs' aggregate pace.
+// A worker slowed on purpose sleeps and gives its CPU to the others, so the step's compute is the
+// larger of `shared` and the rule's pace with every worker on a CPU of its own (step_model.cpp).
+// Measured (ResNet-20 on 4 ranks of 2 CPUs, 2026-12-03): W = 3 under BSP 156 ms a step and under
+// ASP 121 (ceil(3/2) = 2 against 3/2); W = 2, 78 ms: half the calibrated compute. Both equal
+// `alone` where the ranks have CPUs of their own.
+// Where every calibrated rank computes (b = accelerators), `shared` is the calibrated compute
+// itself and the calibrated turn-taking (straggler.h) prices the synchronous step's wait.
+struct WorkerCompute {
+  double alone = 0;
+  double shared = 0;
+  bool as_calibrated = true;  // the CPUs shared as in the calibration (or not at all)
+  // Whether `shared` holds the turns of a synchronous step (no separate turn-taking wait).
+  bool turns() const { return !as_calibrated && shared > alone; }
+};
+WorkerCompute worker_compute_on_cores(const Profile& profile, int workers, Sync sync, double calibrated);
+
 }  // namespace dtrain::perf

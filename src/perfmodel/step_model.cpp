@@ -106,10 +106,15 @@ StepPrediction predict_parameter_server(const Workload& w, const Profile& p, con
                                         const ComputePlan& plan, double data) {
   StepPrediction s;
   const double k = c.accumulate;
-  const double fwd = k * plan.forward, bwd = k * plan.backward;
-  // Slowed workers stretch the workers' period before the servers' bound applies (ASP, SSP).
+  // The calibrated compute, as the workers of this run share the hosts' CPUs (parameter_server.h).
+  const WorkerCompute cpu = worker_compute_on_cores(p, c.workers, c.sync, k * (plan.forward + plan.backward));
+  const double scale = cpu.shared / (k * (plan.forward + plan.backward));
+  const double fwd = scale * k * plan.forward, bwd = scale * k * plan.backward;
+  // Slowed workers stretch the workers' period before the servers' bound applies (ASP, SSP). A
+  // slowed worker sleeps, freeing its CPU: the rule's pace on CPUs of their own, where it is
+  // slower than the pace of the shared CPUs.
   const ServerPlan plan_ps{c.workers, c.servers, c.sync, c.comm_dtype};
-  const double slowed_compute = slowdown_wait(c, fwd + bwd);
+  const double slowed_compute = std::max(0.0, cpu.alone + slowdown_wait(c, cpu.alone) - cpu.shared);
   const ServerTime t = parameter_server_time(plan_ps, w.total_params(), fwd + bwd + slowed_compute, p);
   // What the slowdown adds to the step: nothing where the servers bound it anyway (ASP, SSP).
   const double slowed =
@@ -117,17 +122,24 @@ StepPrediction predict_parameter_server(const Workload& w, const Profile& p, con
   s.compute = fwd + bwd;
   s.comm = t.push + t.pull + t.server_update;
   s.comm_allreduce = t.push + t.pull;
-  // BSP: the servers wait for every push, so the step waits for the slowest worker's.
-  const double natural = c.sync == Sync::kBsp ? synchronization_wait(p, c.workers, s.compute, std::nullopt) : 0;
+  // BSP: the servers wait for every push, so the step waits for the slowest worker's (where the
+  // workers take turns on shared CPUs, `shared` already is the slowest's).
+  const double natural =
+      c.sync == Sync::kBsp && !cpu.turns() ? synchronization_wait(p, c.workers, s.compute, std::nullopt) : 0;
   s.straggler = natural + slowed;
-  s.turns = ranks_take_turns(p, c.workers);
+  s.turns = cpu.as_calibrated ? ranks_take_turns(p, c.workers) : cpu.turns();
   const double period = t.step + natural;
   const double exposed_data = std::max(0.0, data - period);
   s.step = period + exposed_data;
   s.data = data;
   // The workers' wait: the step less their own compute (t.step holds the slowdown's share).
   s.phases = {exposed_data, fwd, bwd, t.step - s.compute + natural, 0};
-  add_compute_events(w, plan, c.accumulate, exposed_data, s);
+  ComputePlan shared_plan = plan;
+  for (LayerTime& l : shared_plan.layers) {
+    l.forward.seconds *= scale;
+    l.backward.seconds *= scale;
+  }
+  add_compute_events(w, shared_plan, c.accumulate, exposed_data, s);
   double at = exposed_data + fwd + bwd;
   if (s.straggler > 0) {
     s.timeline.push_back({s.wait_name(), "straggler", "compute", at, s.straggler});

@@ -11,7 +11,9 @@
 //                                   slots for a fresh optimizer, every slot on resume)
 //   push     worker -> server       PushHeader + the worker's gradient of shard k (the wire type,
 //                                   padded to a multiple of 4 bytes: push_payload_floats)
-//   request  worker -> server       PullRequest: "weights for clock c", or "done after n pushes"
+//   request  worker -> server       PullRequest: "weights for clock c", "done after n pushes",
+//                                   "snapshot" (worker 0) or "pause" (between epochs: the worker
+//                                   evaluates or checkpoints and is silent until its next push)
 //   weights  server -> worker       shard k of the weights (f32), the answer to a request
 //   snapshot server -> worker 0     the answer to a kSnapshot request (for a checkpoint): a
 //                                   StateHeader, the shard's weights and every state slot (f32)
@@ -20,6 +22,9 @@
 //                                   ps/run_stats.h as JSON text; while worker 0 is done and others
 //                                   still train, a StatsHeader of 0 bytes every timeout / 3 keeps
 //                                   its wait for the stats from timing out
+//   alive    server -> worker       8 bytes, every timeout / 3 to each worker whose pull the gate
+//                                   holds while another worker is paused: the wait is the paused
+//                                   worker's, not the server's, so the worker's timeout restarts
 // A worker's step at clock c is: push the gradient of clock c to every server, then request clock
 // c + 1 from every server and wait for the weights; the server answers when the gate
 // (ps/clock_gate.h) opens. Messages of one kind between two ranks arrive in the order sent, so a
@@ -55,6 +60,7 @@ struct PsConfig {
   std::int64_t staleness = 0;
   // Seconds a server waits without any message before a CommError names the silent workers (a
   // worker waits 1.25 x this + 1 s for an answer, so the server speaks first); 0 waits forever.
+  // A paused worker (PullRequest::kPause) is not silent: its evaluation may take longer.
   double timeout_seconds = 300;
   // The pushed gradients' type on the wire (f32, f16 or bf16; rounded to nearest even, as the
   // allreduce's 16-bit wire); the servers widen them to f32 on arrival. Weights travel in f32.
@@ -77,6 +83,7 @@ inline constexpr int kTagWeights = 20004;
 inline constexpr int kTagStats = 20005;
 inline constexpr int kTagSnapshot = 20006;
 inline constexpr int kTagStart = 20007;
+inline constexpr int kTagAlive = 20008;
 
 struct PushHeader {
   std::int64_t clock = 0;  // the clock of the weights the gradient was computed from
@@ -92,7 +99,8 @@ inline std::size_t push_payload_floats(std::int64_t elements, DType wire) {
 struct PullRequest {
   static constexpr std::int64_t kDone = -1;
   static constexpr std::int64_t kSnapshot = -2;  // worker 0: the weights and optimizer state now
-  std::int64_t clock = 0;                        // the clock wanted, kDone or kSnapshot
+  static constexpr std::int64_t kPause = -3;     // silent until the next push: not a dead worker
+  std::int64_t clock = 0;                        // the clock wanted, kDone, kSnapshot or kPause
   std::int64_t pushes = 0;                       // with kDone: how many pushes this worker made in all
   double waited_seconds = 0;                     // with kDone: the worker's time waiting for its pushes and pulls
 };

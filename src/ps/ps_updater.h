@@ -33,6 +33,9 @@ class PsUpdater : public StandardUpdater {
   void set_accumulate(int k);
 
   StepResult update(const Batch& batch, std::int64_t iteration) override;
+  // The end of an epoch: worker 0 evaluates and may checkpoint, longer than --timeout for a large
+  // test set, so every worker tells the servers it pauses until its next push (PsWorker::pause).
+  void flush() override { worker_->pause(); }
   // Tells the servers this worker is done (also when the updater is destroyed).
   void finish() { worker_->finish(); }
   // Worker 0, between steps: the servers' weights into the model and their optimizer state and

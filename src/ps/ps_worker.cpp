@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "core/error.h"
@@ -31,9 +33,38 @@ PsWorker::PsWorker(comm::Transport& transport, const PsConfig& config, std::vect
     if (config_.wire != DType::kF32) narrow_buf_.resize(std::max(narrow_buf_.size(), n));
   }
   request_buf_.resize(static_cast<std::size_t>(config_.servers));
+  alive_buf_.resize(static_cast<std::size_t>(config_.servers));
+  alive_req_.resize(static_cast<std::size_t>(config_.servers));
+  for (int k = 0; k < config_.servers; ++k) post_alive(k);
+}
+
+void PsWorker::post_alive(int k) {
+  const auto i = static_cast<std::size_t>(k);
+  alive_req_[i] = transport_.irecv(&alive_buf_[i], sizeof(std::int64_t), config_.server_rank(k), kTagAlive);
+}
+
+void PsWorker::wait_for_servers(std::vector<comm::Request>& pending, const std::string& what) {
+  comm::Deadline until = deadline();
+  for (unsigned polls = 1;; ++polls) {
+    bool all = true;
+    for (comm::Request& r : pending) all = transport_.test(r, what) && all;
+    if (all) break;
+    if (polls % 16 != 0) continue;
+    for (int k = 0; k < config_.servers; ++k) {
+      if (!transport_.test(alive_req_[static_cast<std::size_t>(k)], "parameter-server keep-alive")) continue;
+      until = deadline();
+      post_alive(k);
+    }
+    // Expired: waitall's own timeout names the ranks that did not answer.
+    if (until.expired()) transport_.waitall(pending, until, what);
+    // Spin briefly (an answer over shared memory takes microseconds), then give the core away.
+    if (polls > 256) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  pending.clear();
 }
 
 PsWorker::~PsWorker() {
+  transport_.cancel(alive_req_);
   if (!started_ || finished_) return;
   // Not the stats: an error is on its way out, and the other workers may train on for long.
   try {
@@ -51,9 +82,8 @@ void PsWorker::pull(std::span<float* const> params, std::vector<comm::Request>& 
                                        config_.server_rank(k), kTagWeights));
   }
   const Stopwatch waiting;
-  transport_.waitall(pending, deadline(), pull_description());
+  wait_for_servers(pending, pull_description());
   waited_seconds_ += waiting.seconds();
-  pending.clear();
   for (int k = 0; k < config_.servers; ++k) sharding_.scatter(k, weight_buf_[static_cast<std::size_t>(k)], params);
 }
 
@@ -169,6 +199,17 @@ void PsWorker::step(std::span<const float* const> grads, double lr, std::span<fl
   pull(params, pending_);
 }
 
+void PsWorker::pause() {
+  DT_CHECK(started_ && !finished_, "PsWorker::pause before start() or after finish()");
+  for (int k = 0; k < config_.servers; ++k) {
+    const auto i = static_cast<std::size_t>(k);
+    request_buf_[i] = PullRequest{PullRequest::kPause};
+    pending_.push_back(transport_.isend(&request_buf_[i], sizeof(PullRequest), config_.server_rank(k), kTagRequest));
+  }
+  transport_.waitall(pending_, deadline(), "parameter-server pause");
+  pending_.clear();
+}
+
 void PsWorker::finish() {
   if (finished_) return;
   send_done();
@@ -184,6 +225,7 @@ void PsWorker::send_done() {
   }
   transport_.waitall(pending_, deadline(), "parameter-server done");
   pending_.clear();
+  transport_.cancel(alive_req_);  // no pull waits any more
 }
 
 void PsWorker::receive_stats() {

@@ -59,6 +59,10 @@ class PsWorker {
   // Pushes `grads` (one pointer per tensor) for the current clock with learning rate `lr`, then
   // pulls the next clock's weights into `params`.
   void step(std::span<const float* const> grads, double lr, std::span<float* const> params);
+  // Between epochs: tells the servers this worker may be silent for longer than the timeout
+  // (worker 0 evaluates and checkpoints) until its next push; the workers the gate holds back
+  // meanwhile get keep-alives from the servers instead of timing out.
+  void pause();
   // Worker 0 waits here until every worker is done and every server sent its stats.
   void finish();
 
@@ -75,6 +79,10 @@ class PsWorker {
   // in `pending` (this step's pushes) are waited for with them.
   void pull(std::span<float* const> params, std::vector<comm::Request>& pending);
   void send_done();
+  // Waits for `pending` (then clears it) as Transport::waitall does, but a keep-alive from a
+  // server (protocol.h: alive) restarts the deadline.
+  void wait_for_servers(std::vector<comm::Request>& pending, const std::string& what);
+  void post_alive(int k);
   std::string pull_description() const;
   void receive_stats();
   // A quarter of the timeout (and a second) longer than the servers wait: a server that waits for
@@ -94,6 +102,8 @@ class PsWorker {
   std::vector<float> narrow_buf_;               // 16-bit pushes: the shard's f32 gradient before the cast
   std::vector<std::vector<float>> weight_buf_;  // per server: the shard's weights
   std::vector<PullRequest> request_buf_;        // per server
+  std::vector<std::int64_t> alive_buf_;         // per server: its keep-alive
+  std::vector<comm::Request> alive_req_;        // per server
   std::vector<comm::Request> pending_;
 };
 

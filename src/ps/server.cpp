@@ -63,13 +63,17 @@ ParameterServer::ParameterServer(comm::Transport& transport, const PsConfig& con
   arrived_.assign(workers, false);
   wanted_.assign(workers, -1);
   done_pushes_.assign(workers, -1);
+  paused_.assign(workers, false);
+  alive_req_.assign(workers, comm::Request{});
   worker_wait_.assign(workers, 0.0);
   start_ = now_seconds();
 }
 
 ParameterServer::~ParameterServer() {
   std::vector<comm::Request> all;
-  for (auto* list : {&push_req_, &request_req_, &reply_req_}) all.insert(all.end(), list->begin(), list->end());
+  for (auto* list : {&push_req_, &request_req_, &reply_req_, &alive_req_}) {
+    all.insert(all.end(), list->begin(), list->end());
+  }
   all.push_back(keep_alive_req_);
   all.push_back(snapshot_req_);
   transport_.cancel(all);
@@ -106,6 +110,11 @@ void ParameterServer::post_request(int w) {
 void ParameterServer::on_request(int w) {
   const auto i = static_cast<std::size_t>(w);
   const PullRequest r = request_buf_[i];
+  paused_[i] = r.clock == PullRequest::kPause;
+  if (r.clock == PullRequest::kPause) {
+    post_request(w);
+    return;
+  }
   if (r.clock == PullRequest::kSnapshot) {
     send_snapshot(w);
     post_request(w);
@@ -213,7 +222,7 @@ void ParameterServer::throw_silence() const {
   for (int w = 0; w < config_.workers; ++w) {
     if (gate_.finished(w)) continue;
     running.push_back(w);
-    if (wanted_[static_cast<std::size_t>(w)] < 0) silent.push_back(w);
+    if (wanted_[static_cast<std::size_t>(w)] < 0 && !paused_[static_cast<std::size_t>(w)]) silent.push_back(w);
   }
   throw CommError(fmt::format(
       "parameter server {} (rank {}): no message for {} s from worker rank(s) {} while the "
@@ -255,11 +264,36 @@ void ParameterServer::keep_worker0_waiting() {
   last_keep_alive_ = now;
 }
 
+void ParameterServer::keep_held_workers_waiting() {
+  if (config_.timeout_seconds <= 0 || std::find(paused_.begin(), paused_.end(), true) == paused_.end()) return;
+  const double now = now_seconds();
+  if (now - last_alive_ < config_.timeout_seconds / 3) return;
+  last_alive_ = now;
+  for (int w = 0; w < config_.workers; ++w) {
+    const auto i = static_cast<std::size_t>(w);
+    if (wanted_[i] < 0 || !transport_.test(alive_req_[i], "parameter server: keep-alive")) continue;
+    alive_req_[i] = transport_.isend(&alive_, sizeof alive_, w, kTagAlive);
+  }
+}
+
+bool ParameterServer::only_paused_workers_silent() const {
+  bool any_paused = false;
+  for (int w = 0; w < config_.workers; ++w) {
+    const auto i = static_cast<std::size_t>(w);
+    if (gate_.finished(w) || wanted_[i] >= 0) continue;
+    if (!paused_[i]) return false;
+    any_paused = true;
+  }
+  return any_paused;
+}
+
 void ParameterServer::send_stats() {
   const std::string text = to_json(stats()).dump();
   const StatsHeader h{static_cast<std::int64_t>(text.size())};
   std::vector<comm::Request> sends{keep_alive_req_, snapshot_req_, transport_.isend(&h, sizeof h, 0, kTagStats),
                                    transport_.isend(text.data(), text.size(), 0, kTagStats)};
+  sends.insert(sends.end(), alive_req_.begin(), alive_req_.end());
+  std::fill(alive_req_.begin(), alive_req_.end(), comm::Request{});
   keep_alive_req_ = snapshot_req_ = comm::Request{};
   transport_.waitall(sends, comm::Deadline::after(config_.timeout_seconds),
                      fmt::format("parameter server {}: stats to worker 0", index_));
@@ -319,6 +353,7 @@ void ParameterServer::run() {
       const auto i = static_cast<std::size_t>(w);
       if (!arrived_[i] && !push_req_[i].done && transport_.test(push_req_[i], "parameter server: push")) {
         ++messages;
+        paused_[i] = false;
         if (first_push_ < 0) first_push_ = poll_start - start_;
         widen_push(w);
         if (bsp) {
@@ -345,6 +380,7 @@ void ParameterServer::run() {
       last_message_ = now - start_;
     }
     keep_worker0_waiting();
+    keep_held_workers_waiting();
     bool all_done = true;
     for (int w = 0; w < config_.workers; ++w) {
       all_done = all_done && gate_.finished(w) && reply_req_[static_cast<std::size_t>(w)].done;
@@ -354,7 +390,10 @@ void ParameterServer::run() {
       idle.reset();
       quiet = comm::Deadline::after(config_.timeout_seconds);
     } else {
-      if (quiet.expired()) throw_silence();
+      if (quiet.expired()) {
+        if (!only_paused_workers_silent()) throw_silence();
+        quiet = comm::Deadline::after(config_.timeout_seconds);  // a paused worker evaluates
+      }
       idle.sleep();
     }
   }

@@ -76,7 +76,11 @@ class ParameterServer {
   float* gradient(int w);  // the push's gradient in f32
   void widen_push(int w);  // 16-bit pushes: into widened_
   [[noreturn]] void throw_silence() const;
+  // Whether every worker that is neither done nor waiting for an answer is paused (and one is).
+  bool only_paused_workers_silent() const;
   void keep_worker0_waiting();
+  // While a worker is paused, a keep-alive every timeout / 3 to each worker whose pull is held.
+  void keep_held_workers_waiting();
   void receive_initial_state();  // the weights, and on resume the optimizer's state
   void send_snapshot(int w);
   void send_stats();
@@ -99,6 +103,7 @@ class ParameterServer {
   std::vector<bool> arrived_;                // BSP: the push of the current clock is held
   std::vector<std::int64_t> wanted_;         // clock of a pull not yet answered, or -1
   std::vector<std::int64_t> done_pushes_;    // pushes announced with "done", or -1
+  std::vector<bool> paused_;                 // said kPause and sent nothing since
   std::vector<float> sum_;                   // BSP: the clock's sum
   std::vector<std::vector<float>> widened_;  // 16-bit pushes: per worker, its gradient in f32
 
@@ -114,6 +119,9 @@ class ParameterServer {
   StatsHeader keep_alive_{0};
   comm::Request keep_alive_req_;
   double last_keep_alive_ = 0;
+  std::int64_t alive_ = 0;
+  std::vector<comm::Request> alive_req_;  // per worker
+  double last_alive_ = 0;
 };
 
 }  // namespace dtrain::ps

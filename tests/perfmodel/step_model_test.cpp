@@ -404,6 +404,51 @@ TEST(StepModel, ParameterServerStep) {
   EXPECT_EQ(exchange_label(c), "ps-bsp x2");
 }
 
+// Calibrated with 4 ranks on 2 CPUs (each rank half a CPU); the servers of a run wait blocked.
+TEST(StepModel, ParameterServerWorkersShareTheCpusTheServersLeave) {
+  Profile p = test_profile(1, 1e-5, 1e9);
+  p.node.accelerators = 4;
+  p.node.cores = Quantity{2, 0, 0, "test"};
+  const double calibrated = 0.2;
+  const auto bsp3 = worker_compute_on_cores(p, 3, Sync::kBsp, calibrated);
+  EXPECT_DOUBLE_EQ(bsp3.alone, 0.1);
+  EXPECT_DOUBLE_EQ(bsp3.shared, 0.2);  // two of the three share a CPU: the step waits for them
+  EXPECT_TRUE(bsp3.turns());
+  EXPECT_DOUBLE_EQ(worker_compute_on_cores(p, 3, Sync::kSsp, calibrated).shared, 0.2);
+  EXPECT_DOUBLE_EQ(worker_compute_on_cores(p, 3, Sync::kAsp, calibrated).shared, 0.15);  // 3 steps on 2 CPUs
+  const auto bsp2 = worker_compute_on_cores(p, 2, Sync::kBsp, calibrated);
+  EXPECT_DOUBLE_EQ(bsp2.shared, 0.1);  // a CPU each: the compute of a CPU alone
+  EXPECT_FALSE(bsp2.turns());
+  const auto all4 = worker_compute_on_cores(p, 4, Sync::kBsp, calibrated);  // as calibrated: its turn-taking
+  EXPECT_TRUE(all4.as_calibrated);
+  EXPECT_DOUBLE_EQ(all4.shared, calibrated);
+  EXPECT_FALSE(all4.turns());
+  p.node.cores.reset();  // CPUs unknown: the calibrated compute as it is
+  EXPECT_DOUBLE_EQ(worker_compute_on_cores(p, 3, Sync::kBsp, calibrated).shared, calibrated);
+
+  // A persistent 2x straggler sleeps half its step: with 3 workers on 2 CPUs the CPUs it frees
+  // keep BSP's step as it was; with 2 workers on 2 CPUs the step doubles.
+  p.node.cores = Quantity{2, 0, 0, "test"};
+  const Workload w = spread(8);
+  RunConfig c;
+  c.exchange = Exchange::kParameterServer;
+  c.servers = 1;
+  for (int workers : {2, 3}) {
+    c.workers = workers;
+    c.slowdown = {};
+    const StepPrediction even = predict_step(w, p, c);
+    c.slowdown.straggler = WorkerSpeeds::Straggler::kPersistent;
+    c.slowdown.factor = 2;
+    const StepPrediction slowed = predict_step(w, p, c);
+    if (workers == 3) {
+      EXPECT_NEAR(slowed.step, even.step, 1e-12 * even.step);
+    } else {
+      EXPECT_NEAR(slowed.step - even.step, even.compute, 1e-9 * even.step);
+    }
+    EXPECT_NEAR(slowed.phases.total(), slowed.step, 1e-9 * slowed.step);
+  }
+}
+
 TEST(StepModel, InvalidConfigurationsAreNamed) {
   auto message = [](RunConfig c) {
     try {

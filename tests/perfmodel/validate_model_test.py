@@ -162,5 +162,42 @@ class MeasuredSteps(unittest.TestCase):
         self.assertGreaterEqual(a.max_steps * 1e-3, a.seconds)  # a 1 ms row is not cut short
 
 
+class ParameterServerRows(unittest.TestCase):
+    def test_every_rule_and_shard_count_that_leaves_a_worker_and_stragglers_only_beside_another_worker(self):
+        a = vm.parse_args(["--ranks", "2,4", "--rates", "", "--models", "lenet", "--algorithms", "ring",
+                           "--dtypes", "f32", "--db", "no"])
+        rows = {lay.ranks: [r for r in rs if r["algorithm"] == "ps"] for lay, rs in vm.build_grid(a)}
+        # 2 ranks: K = 1 leaves one worker (no straggler row); K = 2 leaves none.
+        self.assertEqual([(r["sync"], r["servers"], r["workers"], r["straggler"]) for r in rows[2]],
+                         [("bsp", 1, 1, "none"), ("ssp", 1, 1, "none"), ("asp", 1, 1, "none")])
+        self.assertEqual(len(rows[4]), 3 * 2 * 2)
+        slow = next(r for r in rows[4] if r["servers"] == 1 and r["straggler"] == "persistent" and r["sync"] == "ssp")
+        train, model = vm.ps_flags(a, slow)
+        self.assertEqual(train, ["--mode", "ps", "--servers", "1", "--sync", "ssp", "--comm-dtype", "f32",
+                                 "--staleness", "2", "--slow-rank", "2", "--slow-factor", "2.0"])
+        self.assertEqual(model[:2], ["--allreduce", "ps"])
+        self.assertEqual(model[-4:], ["--slow-mode", "persistent", "--slow-factor", "2.0"])
+        self.assertEqual(vm.label(vm.Layout(4), slow).split()[-5:], ["ps", "ssp", "K=1", "f32", "pers"])
+
+    def test_the_summary_gives_the_parameter_server_rows_apart(self):
+        rows = [row("4 ranks, 1 host", 4, "lenet", 0.02, meas=(1.0, 1.1)),
+                dict(row("4 ranks, 1 host", 4, "lenet", -0.2, meas=(1.0, 1.1), algorithm="ps"), sync="bsp",
+                     servers=1, workers=3, straggler="none"),
+                dict(row("4 ranks, 1 host", 4, "lenet", 0.1, meas=(1.0, 1.5), algorithm="ps"), sync="asp",
+                     servers=2, workers=2, straggler="persistent")]
+        for r in rows:
+            r.update(pred=[1.0] * len(r["meas"]), same_state=[True] * len(r["meas"]), predicted_s=1.0, measured_s=1.0)
+        out = io.StringIO()
+        with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(out):
+            path = os.path.join(d, "grid.json")
+            vm.summarize(rows, path)
+            with open(path) as f:
+                saved = vm.json.load(f)["parameter_server_rows"]
+        self.assertIn("2 parameter-server rows: median absolute error 15.0%, maximum 20.0%; the 1 whose repetitions "
+                      "agree within 25%: median 20.0%, maximum 20.0%", out.getvalue())
+        self.assertEqual(saved["rows"], 2)
+        self.assertEqual(saved["repeatable"], {"rows": 1, "median_abs_error": 0.2, "max_abs_error": 0.2})
+
+
 if __name__ == "__main__":
     unittest.main()

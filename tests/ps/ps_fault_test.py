@@ -5,7 +5,9 @@ usage: ps_fault_test.py DTRAIN
   A server stopped with SIGSTOP (alive, silent): the workers stop within --timeout + 10 s, non-zero,
   naming the server's rank. A worker stopped likewise: the servers stop within the timeout, naming
   it. A server killed with SIGKILL: the job ends within 10 s. A data size that the workers do not
-  divide (--limit 1000, 3 workers x batch 64) finishes its epoch under BSP.
+  divide (--limit 1000, 3 workers x batch 64) finishes its epoch under BSP. Worker 0's evaluation
+  longer than --timeout 1 (ResNet-20 on 10000 test images, one thread) between two epochs does not
+  end the run: it paused, and the servers keep the worker they hold at the gate waiting.
 """
 import os, signal, subprocess, sys, tempfile, time
 
@@ -81,8 +83,18 @@ def main():
                                      "--log", "", "--timeout", str(TIMEOUT)],
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 0 and "final test accuracy" in p.stdout, p.stdout + p.stderr
+
+        t0 = time.time()
+        p = subprocess.run(MPIRUN + ["-np", "3", dtrain, "train", "--mode", "ps", "--model", "resnet20", "--limit", "256",
+                                     "--epochs", "2", "--threads", "1", "--progress", "none", "--log", "",
+                                     "--timeout", "1"], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0 and "final test accuracy" in p.stdout, p.stdout + p.stderr
+        waits = [float(x) for x in p.stdout.split("workers waited ")[1].split(" s")[0].split(", ")]
+        assert waits[1] > 2.25, (waits, "worker 1 waited less than its own deadline: the evaluation was too short to "
+                                        "test the pause", p.stdout)
+        print(f"evaluation past the timeout: {time.time() - t0:.1f} s, worker 1 waited {waits[1]:.1f} s")
     print("ps_fault: a stopped server and a stopped worker named within the timeout, a killed server ends the job, "
-          "an uneven data size finishes")
+          "an uneven data size finishes, an evaluation longer than the timeout does not end the run")
 
 
 if __name__ == "__main__":

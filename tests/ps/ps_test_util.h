@@ -99,10 +99,12 @@ inline std::vector<float> constant_push_result(int workers, int clocks) {
 
 // Worker `t.rank()` of the constant-push check: `clocks` steps at learning rate `lr`, calling
 // `compute(c)` (a sleep standing in for forward and backward) before the push of clock c.
-// Worker 0 stores the stats the servers sent it in `reported` when given.
+// Worker 0 stores the stats the servers sent it in `reported` when given. `between(c, worker)`,
+// when given, runs before compute(c) (a pause, as the trainer's end of an epoch).
 inline void constant_push_worker(comm::Transport& t, const PsConfig& config, int clocks, double lr,
                                  const std::function<void(int)>& compute = {},
-                                 std::vector<ServerStats>* reported = nullptr) {
+                                 std::vector<ServerStats>* reported = nullptr,
+                                 const std::function<void(int, PsWorker&)>& between = {}) {
   const auto& sizes = split_sizes();
   std::vector<std::vector<float>> params, grads;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -127,6 +129,7 @@ inline void constant_push_worker(comm::Transport& t, const PsConfig& config, int
     EXPECT_EQ(params[1][3], 103.0f) << "every worker starts from worker 0's parameters";
   }
   for (int c = 0; c < clocks; ++c) {
+    if (between) between(c, worker);
     if (compute) compute(c);
     worker.step(g, lr, p);
   }

@@ -172,6 +172,25 @@ TEST(ParameterServer, WorkerZeroWaitsForTheStatsLongerThanTheTimeout) {
          "before each)";
 }
 
+// Worker 0 pauses (as it does to evaluate at the end of an epoch) for 6x the timeout while BSP
+// holds worker 1 at the gate: the servers neither call worker 0 silent nor let worker 1 time out
+// (their keep-alives restart its wait), and every push lands once. Without the pause, the same
+// silence ends the run (ASilentWorkerEndsTheRunWithinTheTimeoutNamingIt).
+TEST(ParameterServer, APausedWorkerIsNotSilentAndHeldWorkersWaitForIt) {
+  PsConfig config = test_config(2, 2, SyncMode::kBsp);
+  config.timeout_seconds = 0.4;  // workers wait 1.25 x 0.4 + 1 = 1.5 s for an answer
+  const auto start = std::chrono::steady_clock::now();
+  const PsOutcome out = run_ps(config, testing::plain_sgd(2), testing::split_total(), [&](comm::Transport& t) {
+    testing::constant_push_worker(t, config, 4, 2, {}, nullptr, [&t](int c, PsWorker& worker) {
+      if (t.rank() != 0 || c != 2) return;
+      worker.pause();
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    });
+  });
+  EXPECT_GT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2.5);
+  EXPECT_EQ(out.weights, testing::constant_push_result(2, 4));
+}
+
 // Equal workers in ASP: between a worker's read and its next push every other worker pushes
 // once, so tau is about W - 1 (TensorFlow's "N - 1 steps on average"). Workers in lockstep would
 // push in bursts whose pushes land between each other's push and read; real workers run out of
