@@ -366,9 +366,14 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
     tail = 0.0;
     for (double e : r.bucket_end) tail = std::max(*tail, e - r.backward_end);
   }
-  s.straggler = synchronization_wait(p, c.workers, s.compute, tail, c.algorithm == comm::Algorithm::kShm) +
-                slowdown_wait(c, s.compute);
+  const double natural = synchronization_wait(p, c.workers, s.compute, tail, c.algorithm == comm::Algorithm::kShm);
   s.turns = ranks_take_turns(p, c.workers);
+  // A worker slowed on purpose sleeps. Where the ranks take turns on shared CPUs its sleep frees a
+  // CPU for the others (parameter_server.h: worker_compute_on_cores), so the step's compute is the
+  // larger of the turns' (calibrated) and the slowed worker's chain on a CPU of its own.
+  const double alone = worker_compute_on_cores(p, c.workers, Sync::kBsp, s.compute).alone;
+  s.straggler = natural + (s.turns ? std::max(0.0, alone + slowdown_wait(c, alone) - s.compute - natural)
+                                   : slowdown_wait(c, s.compute));
   const double period = r.period + s.straggler;
   const double exposed_data = std::max(0.0, data - period);
   s.step = period + exposed_data;

@@ -447,6 +447,17 @@ TEST(StepModel, ParameterServerWorkersShareTheCpusTheServersLeave) {
     }
     EXPECT_NEAR(slowed.phases.total(), slowed.step, 1e-9 * slowed.step);
   }
+  // Allreduce on 3 ranks calibrated on 2 CPUs: a 2x straggler's chain is 2 x 2/3 of the
+  // calibrated compute on a CPU of its own, past the calibrated turns by 1/3 of it.
+  p.node.accelerators = 3;
+  c = RunConfig{};
+  c.workers = 3;
+  const StepPrediction even = predict_step(w, p, c);
+  ASSERT_TRUE(even.turns);
+  c.slowdown.straggler = WorkerSpeeds::Straggler::kPersistent;
+  c.slowdown.factor = 2;
+  const StepPrediction slowed = predict_step(w, p, c);
+  EXPECT_NEAR(slowed.straggler, std::max(even.straggler, 2 * even.compute * 2 / 3 - even.compute), 1e-9 * even.step);
 }
 
 TEST(StepModel, InvalidConfigurationsAreNamed) {
