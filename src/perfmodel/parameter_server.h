@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "perfmodel/profile.h"
 #include "tensor/dtype.h"
@@ -38,7 +39,21 @@ struct ServerPlan {
   int servers = 1;
   Sync sync = Sync::kBsp;
   DType dtype = DType::kF32;
+  // Seconds of the push that overlap backward (pushes_during_backward): the step pays push - this.
+  double push_hidden = 0;
 };
+
+// The part of a push of `push_seconds` (all shards) that overlaps backward: each shard leaves the
+// moment its gradients are final (ps/ps_updater.h), one after another. Backward ends the layers
+// in reverse, so shard k is final when the backward of the layer holding its first parameter
+// ends, at ready_k; in that order (k = K-1 first) each push takes push_seconds / K and
+//   end = max(end, ready_k) + push_seconds / K,   exposed = end - backward_seconds,
+// which is at least one shard's push (the first layer's shard is final last). `layer_params`
+// and `layer_backward` per layer in forward order (the parameters in that order are the flat
+// order the shards cut); 0 with one shard or --accumulate (every shard waits for the last
+// micro-batch's backward).
+double pushes_during_backward(const std::vector<std::int64_t>& layer_params, const std::vector<double>& layer_backward,
+                              int servers, double push_seconds);
 
 struct ServerTime {
   double push = 0, pull = 0;   // T_send each way (BSP: the slower side; ASP: the worker's side)

@@ -113,7 +113,20 @@ StepPrediction predict_parameter_server(const Workload& w, const Profile& p, con
   // Slowed workers stretch the workers' period before the servers' bound applies (ASP, SSP). A
   // slowed worker sleeps, freeing its CPU: the rule's pace on CPUs of their own, where it is
   // slower than the pace of the shared CPUs.
-  const ServerPlan plan_ps{c.workers, c.servers, c.sync, c.comm_dtype};
+  ServerPlan plan_ps{c.workers, c.servers, c.sync, c.comm_dtype};
+  // Shards are pushed as backward finishes them (ps/ps_updater.h); on CPUs the servers' side of a
+  // push is a copy that needs a CPU the workers leave free (a NIC or DMA engine needs none).
+  const bool cpu_free = !p.node.cores || std::min(p.node.accelerators, c.workers) < p.node.cores->value;
+  if (c.accumulate == 1 && cpu_free) {
+    std::vector<std::int64_t> layer_params;
+    std::vector<double> layer_backward;
+    for (std::size_t i = 0; i < w.layers.size(); ++i) {
+      layer_params.push_back(w.layers[i].params);
+      layer_backward.push_back(scale * plan.layers[i].backward.seconds);
+    }
+    plan_ps.push_hidden = pushes_during_backward(layer_params, layer_backward, c.servers,
+                                                 parameter_server_time(plan_ps, w.total_params(), 0, p).push);
+  }
   const double slowed_compute = std::max(0.0, cpu.alone + slowdown_wait(c, cpu.alone) - cpu.shared);
   const ServerTime t = parameter_server_time(plan_ps, w.total_params(), fwd + bwd + slowed_compute, p);
   // What the slowdown adds to the step: nothing where the servers bound it anyway (ASP, SSP).
@@ -145,9 +158,11 @@ StepPrediction predict_parameter_server(const Workload& w, const Profile& p, con
     s.timeline.push_back({s.wait_name(), "straggler", "compute", at, s.straggler});
     at += s.straggler;
   }
-  s.timeline.push_back({"push gradients", "push", "comm", at, t.push});
-  s.timeline.push_back({"server update", "server", "servers", at + t.push, t.server_update});
-  s.timeline.push_back({"pull parameters", "pull", "comm", at + t.push + t.server_update, t.pull});
+  // The push starts during backward by the part of it that overlaps (pushes_during_backward).
+  const double pushed = at - plan_ps.push_hidden + t.push;
+  s.timeline.push_back({"push gradients", "push", "comm", at - plan_ps.push_hidden, t.push});
+  s.timeline.push_back({"server update", "server", "servers", pushed, t.server_update});
+  s.timeline.push_back({"pull parameters", "pull", "comm", pushed + t.server_update, t.pull});
   s.bottleneck = t.servers_bound ? "parameter servers"
                                  : name_bottleneck(s.compute, t.exposed, 0, data, t.server_update > t.push + t.pull);
   return s;

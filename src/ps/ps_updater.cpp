@@ -23,11 +23,39 @@ PsUpdater::PsUpdater(Module& model, Optimizer& optimizer, comm::Transport& trans
     zeros_.push_back(Tensor::zeros_like(p.data()));
   }
   worker_ = std::make_unique<PsWorker>(transport, config, std::move(sizes));
+  const Sharding& sharding = worker_->sharding();
+  shards_of_tensor_.resize(params_.size());
+  tensors_in_shard_.assign(static_cast<std::size_t>(config.servers), 0);
+  for (int k = 0; k < config.servers; ++k) {
+    for (const TensorSlice& slice : sharding.slices(k)) {
+      shards_of_tensor_[slice.tensor].push_back(k);
+      ++tensors_in_shard_[static_cast<std::size_t>(k)];
+    }
+  }
+  grads_.resize(params_.size());
+  grad_ptrs_.resize(params_.size());
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    params_[i].add_grad_ready_hook([this, i](Variable& v) {
+      if (collecting_) on_grad_ready(i, v.grad());
+    });
+  }
   if (resumed && transport.rank() == 0) {
     const OptimizerShards state = optimizer_shards();
     worker_->start(weights_, &state);
   } else {
     worker_->start(weights_);
+  }
+}
+
+PsUpdater::~PsUpdater() {
+  for (Variable& p : params_) p.clear_grad_ready_hooks();
+}
+
+void PsUpdater::on_grad_ready(std::size_t i, const Tensor& grad) {
+  grads_[i] = grad.defined() ? grad.to_plain() : zeros_[i];
+  grad_ptrs_[i] = grads_[i].data<float>();
+  for (int k : shards_of_tensor_[i]) {
+    if (--waiting_[static_cast<std::size_t>(k)] == 0) worker_->push(k, grad_ptrs_, lr_);
   }
 }
 
@@ -60,23 +88,35 @@ void PsUpdater::set_accumulate(int k) {
 }
 
 StepResult PsUpdater::update(const Batch& batch, std::int64_t iteration) {
-  StepResult r = forward_backward(batch, iteration, accumulate_);
+  lr_ = optimizer_.lr();
+  waiting_ = tensors_in_shard_;
+  std::fill(grad_ptrs_.begin(), grad_ptrs_.end(), nullptr);
+  collecting_ = accumulate_ == 1;
+  StepResult r;
+  try {
+    r = forward_backward(batch, iteration, accumulate_);
+  } catch (...) {
+    collecting_ = false;
+    throw;
+  }
+  collecting_ = false;
   const Stopwatch sw;
-  std::vector<Tensor> grads;  // held while the pointers into them are used
-  std::vector<const float*> from;
+  // What backward did not reach (or, with --accumulate, everything): its gradient now.
   const auto scale = static_cast<float>(1.0 / accumulate_);
   for (std::size_t i = 0; i < params_.size(); ++i) {
+    if (grad_ptrs_[i] != nullptr) continue;
     const Tensor& g = params_[i].grad();
-    grads.push_back(g.defined() ? g.to_plain() : zeros_[i]);
+    grads_[i] = g.defined() ? g.to_plain() : zeros_[i];
     if (accumulate_ > 1 && g.defined()) {
       // The micro-batches' summed mean gradients to the batch's mean, in place (the next step
       // zeroes the gradients anyway).
-      float* v = grads.back().data<float>();
-      scaled_copy(v, v, static_cast<std::size_t>(grads.back().numel()), scale);
+      float* v = grads_[i].data<float>();
+      scaled_copy(v, v, static_cast<std::size_t>(grads_[i].numel()), scale);
     }
-    from.push_back(grads.back().data<float>());
+    grad_ptrs_[i] = grads_[i].data<float>();
   }
-  worker_->step(from, optimizer_.lr(), weights_);
+  worker_->step(grad_ptrs_, lr_, weights_);
+  for (Tensor& g : grads_) g = Tensor();
   r.times.comm = sw.seconds();
   return r;
 }

@@ -5,7 +5,11 @@
 //      micro-batches whose mean gradient is pushed;
 //   2. push every server its shard of the gradients with the optimizer's learning rate (the
 //      trainer's schedule sets it), pull clock c + 1 and copy the weights into the parameters
-//      (ps/ps_worker.h); the wait for the gate is the step's "comm" time.
+//      (ps/ps_worker.h); the wait for the gate is the step's "comm" time. A shard is pushed
+//      during backward, the moment the last of its gradients is final (grad-ready hooks, as
+//      allreduce's buckets start): backward finishes the last layers first, so with K servers
+//      the shards of the later layers travel while the earlier layers' backward runs. With
+//      --accumulate every shard waits for the last micro-batch's backward (the mean needs all).
 // The optimizer itself runs on the servers (ps/server.h); the worker's Optimizer carries the
 // learning rate, and on worker 0 the servers' state when a checkpoint is taken or resumed.
 // Batch-norm statistics stay each worker's own.
@@ -32,6 +36,10 @@ class PsUpdater : public StandardUpdater {
   // Each step in `k` micro-batches (--accumulate): their mean gradient is pushed once.
   void set_accumulate(int k);
 
+  ~PsUpdater() override;
+  PsUpdater(const PsUpdater&) = delete;
+  PsUpdater& operator=(const PsUpdater&) = delete;
+
   StepResult update(const Batch& batch, std::int64_t iteration) override;
   // The end of an epoch: worker 0 evaluates and may checkpoint, longer than --timeout for a large
   // test set, so every worker tells the servers it pauses until its next push (PsWorker::pause).
@@ -51,6 +59,15 @@ class PsUpdater : public StandardUpdater {
   std::vector<float*> weights_;
   std::vector<Tensor> zeros_;  // the gradient of a parameter backward did not reach
   int accumulate_ = 1;
+  // This step's final gradients (held while their pointers are pushed) and, per shard, how many
+  // of its tensors backward has not finished yet.
+  std::vector<Tensor> grads_;
+  std::vector<const float*> grad_ptrs_;
+  std::vector<std::vector<int>> shards_of_tensor_;
+  std::vector<int> waiting_, tensors_in_shard_;
+  bool collecting_ = false;
+  double lr_ = 0;
+  void on_grad_ready(std::size_t i, const Tensor& grad);
   OptimizerShards optimizer_shards();  // pointers into optimizer_'s state (allocated if need be)
   std::unique_ptr<PsWorker> worker_;
 };

@@ -35,6 +35,7 @@ PsWorker::PsWorker(comm::Transport& transport, const PsConfig& config, std::vect
   request_buf_.resize(static_cast<std::size_t>(config_.servers));
   alive_buf_.resize(static_cast<std::size_t>(config_.servers));
   alive_req_.resize(static_cast<std::size_t>(config_.servers));
+  pushed_.assign(static_cast<std::size_t>(config_.servers), false);
   for (int k = 0; k < config_.servers; ++k) post_alive(k);
 }
 
@@ -179,24 +180,37 @@ std::int64_t PsWorker::share_start_step(std::int64_t start) {
   return received;
 }
 
-void PsWorker::step(std::span<const float* const> grads, double lr, std::span<float* const> params) {
-  DT_CHECK(started_ && !finished_, "PsWorker::step before start() or after finish()");
-  for (int k = 0; k < config_.servers; ++k) {
-    auto& buf = push_buf_[static_cast<std::size_t>(k)];
-    const PushHeader h{clock_, lr};
-    std::memcpy(buf.data(), &h, sizeof h);
-    float* payload = buf.data() + kPushHeaderFloats;
-    const auto n = static_cast<std::size_t>(sharding_.range(k).size());
-    if (config_.wire == DType::kF32) {
-      sharding_.gather(k, grads, std::span<float>(payload, n));
-    } else {
-      sharding_.gather(k, grads, std::span<float>(narrow_buf_.data(), n));
-      convert_f32_to_16bit(config_.wire, narrow_buf_.data(), reinterpret_cast<std::uint16_t*>(payload), n);
-    }
-    pending_.push_back(transport_.isend(buf.data(), buf.size() * sizeof(float), config_.server_rank(k), kTagPush));
+void PsWorker::push(int k, std::span<const float* const> grads, double lr) {
+  DT_CHECK(started_ && !finished_, "PsWorker::push before start() or after finish()");
+  const auto i = static_cast<std::size_t>(k);
+  DT_CHECK(!pushed_[i], "shard {} pushed twice at clock {}", k, clock_);
+  auto& buf = push_buf_[i];
+  const PushHeader h{clock_, lr};
+  std::memcpy(buf.data(), &h, sizeof h);
+  float* payload = buf.data() + kPushHeaderFloats;
+  const auto n = static_cast<std::size_t>(sharding_.range(k).size());
+  if (config_.wire == DType::kF32) {
+    sharding_.gather(k, grads, std::span<float>(payload, n));
+  } else {
+    sharding_.gather(k, grads, std::span<float>(narrow_buf_.data(), n));
+    convert_f32_to_16bit(config_.wire, narrow_buf_.data(), reinterpret_cast<std::uint16_t*>(payload), n);
   }
+  pending_.push_back(transport_.isend(buf.data(), buf.size() * sizeof(float), config_.server_rank(k), kTagPush));
+  pushed_[i] = true;
+}
+
+void PsWorker::pull_next(std::span<float* const> params) {
+  for (int k = 0; k < config_.servers; ++k) DT_CHECK(pushed(k), "shard {} not pushed at clock {}", k, clock_);
+  std::fill(pushed_.begin(), pushed_.end(), false);
   ++clock_;
   pull(params, pending_);
+}
+
+void PsWorker::step(std::span<const float* const> grads, double lr, std::span<float* const> params) {
+  for (int k = 0; k < config_.servers; ++k) {
+    if (!pushed(k)) push(k, grads, lr);
+  }
+  pull_next(params);
 }
 
 void PsWorker::pause() {

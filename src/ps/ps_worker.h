@@ -2,9 +2,11 @@
 // the servers' shards and pushes them, and pulls the shards' weights back into its parameters.
 //
 // start() (once): worker 0 sends its parameters to the servers as their initial weights, then
-// every worker pulls clock 0, so all begin from the same weights. step() at clock c: push the
-// gradient of clock c to every server (with the step's learning rate, since schedules run on the
-// workers), request clock c + 1 from every server and wait for every shard's weights; the wait is
+// every worker pulls clock 0, so all begin from the same weights. At clock c: push() each shard
+// of the gradient of clock c to its server (with the step's learning rate, since schedules run on
+// the workers; the updater pushes a shard during backward as soon as its gradients are final),
+// then pull_next() requests clock c + 1 from every server and waits for every shard's weights
+// (step() does both for a whole gradient); the wait is
 // the gate's (BSP: until every worker pushed clock c; SSP: until the slowest is within S clocks;
 // ASP: only until this worker's own push is applied). finish() tells the servers this worker
 // pushes no more, so they stop waiting for it, and how long it waited for them; worker 0 then
@@ -57,8 +59,15 @@ class PsWorker {
   // worker, which receives it; every worker returns it.
   std::int64_t share_start_step(std::int64_t start);
   // Pushes `grads` (one pointer per tensor) for the current clock with learning rate `lr`, then
-  // pulls the next clock's weights into `params`.
+  // pulls the next clock's weights into `params`: push() of every shard not pushed yet, then
+  // pull_next().
   void step(std::span<const float* const> grads, double lr, std::span<float* const> params);
+  // Pushes shard k of `grads` for the current clock (only the pointers of the tensors the shard
+  // covers are read, and only now): during backward, the moment the shard's gradients are final.
+  void push(int k, std::span<const float* const> grads, double lr);
+  bool pushed(int k) const { return pushed_[static_cast<std::size_t>(k)]; }
+  // Once every shard is pushed: the next clock's weights into `params`.
+  void pull_next(std::span<float* const> params);
   // Between epochs: tells the servers this worker may be silent for longer than the timeout
   // (worker 0 evaluates and checkpoints) until its next push; the workers the gate holds back
   // meanwhile get keep-alives from the servers instead of timing out.
@@ -105,6 +114,7 @@ class PsWorker {
   std::vector<std::int64_t> alive_buf_;         // per server: its keep-alive
   std::vector<comm::Request> alive_req_;        // per server
   std::vector<comm::Request> pending_;
+  std::vector<bool> pushed_;  // per server, this clock
 };
 
 }  // namespace dtrain::ps

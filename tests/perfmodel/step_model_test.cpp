@@ -404,6 +404,27 @@ TEST(StepModel, ParameterServerStep) {
   EXPECT_EQ(exchange_label(c), "ps-bsp x2");
 }
 
+// Layers of 100, 0 and 100 parameters, 1 s of backward each, run last to first: with 2 shards the
+// second (the last layer's) is final after 1 s, the first after 3 s, at backward's end.
+TEST(ParameterServer, ShardsPushedAsBackwardFinishesThem) {
+  const std::vector<std::int64_t> params{100, 0, 100};
+  const std::vector<double> backward{1, 1, 1};
+  EXPECT_DOUBLE_EQ(pushes_during_backward(params, backward, 2, 4), 2);    // 1 + 2, then 3 + 2: 2 s exposed
+  EXPECT_DOUBLE_EQ(pushes_during_backward(params, backward, 2, 1), 0.5);  // only the last shard's 0.5 s shows
+  EXPECT_DOUBLE_EQ(pushes_during_backward(params, backward, 1, 4), 0);    // one shard: final at the end
+  RunConfig c;
+  c.workers = 2;
+  c.exchange = Exchange::kParameterServer;
+  c.servers = 4;
+  const Workload w = spread(8);
+  const StepPrediction early = predict_step(w, test_profile(1, 1e-5, 1e9), c);
+  EXPECT_NEAR(early.phases.total(), early.step, 1e-9 * early.step);
+  c.accumulate = 2;  // every shard waits for the last micro-batch
+  c.batch_per_worker = 64;
+  const StepPrediction late = predict_step(w, test_profile(1, 1e-5, 1e9), c);
+  EXPECT_GT(late.phases.comm, early.phases.comm);
+}
+
 // Calibrated with 4 ranks on 2 CPUs (each rank half a CPU); the servers of a run wait blocked.
 TEST(StepModel, ParameterServerWorkersShareTheCpusTheServersLeave) {
   Profile p = test_profile(1, 1e-5, 1e9);

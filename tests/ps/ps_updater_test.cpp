@@ -167,6 +167,31 @@ TEST(PsUpdater, AccumulatedMicroBatchesPushTheBatchsMeanGradient) {
                InputError);
 }
 
+// Backward finishes the last layer first: with 8 shards of small_mlp's 2410 parameters, the last
+// (2108..2409: fc2's weight and bias) is on its way to its server before fc1's weight gradient
+// is final. With --accumulate every shard waits for the last micro-batch's backward.
+TEST(PsUpdater, ShardsArePushedDuringBackwardAsTheirGradientsBecomeFinal) {
+  const OptimizerConfig oc = with_decay("sgd");
+  for (int accumulate : {1, 2}) {
+    const PsConfig config = testing::test_config(1, 8, SyncMode::kBsp);
+    std::vector<bool> seen;  // at each of fc1's weight gradients: whether the last shard was pushed
+    testing::run_ps(config, oc, small_mlp()->num_parameters(), [&](comm::Transport& t) {
+      auto model = small_mlp();
+      auto opt = make_optimizer(oc, model->parameters());
+      PsUpdater updater(*model, *opt, t, config);
+      updater.set_accumulate(accumulate);
+      Variable fc1_weight = model->parameters()[0];
+      fc1_weight.add_grad_ready_hook([&](Variable&) { seen.push_back(updater.worker().pushed(7)); });
+      Loader loader(images(), Sampler(images().size(), SamplerConfig::train(kGlobalBatch, 11)), 0,
+                    LoaderOptions{0, {}, {}, 0, {}});
+      for (int step = 0; step < 2; ++step) updater.update(next_batch(loader), step);
+      updater.finish();
+    });
+    const std::vector<bool> expected(static_cast<std::size_t>(2 * accumulate), accumulate == 1);
+    EXPECT_EQ(seen, expected) << "accumulate " << accumulate;
+  }
+}
+
 TEST(PsUpdater, BspRunsAreBitwiseRepeatable) {
   EXPECT_EQ(bsp(2, 2, with_decay("sgd")).servers, bsp(2, 2, with_decay("sgd")).servers);
 }
