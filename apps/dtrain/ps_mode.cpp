@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "comm/transport.h"
 #include "core/error.h"
 #include "ps/server.h"
 
@@ -20,12 +21,26 @@ void add_ps_flags(CLI::App& command, PsFlags& flags) {
                   "or asp (no wait)")
       ->capture_default_str();
   command.add_option("--staleness", flags.staleness, "--sync ssp: how many clocks a worker may run ahead (S >= 0)");
+  command
+      .add_option("--async-lr", flags.async_lr,
+                  "--sync ssp|asp: each push's learning rate: divided (lr / workers), staleness (lr / tau, Zhang et "
+                  "al. 2016) or full (lr; diverges with momentum)")
+      ->capture_default_str();
+  command
+      .add_option("--async-momentum", flags.async_momentum,
+                  "--sync ssp|asp: keep the momentum or compensate (mu - (1 - 1/workers): asynchrony adds that much, "
+                  "Mitliagkas et al. 2016)")
+      ->capture_default_str();
 }
 
-std::optional<ps::PsConfig> ps_config(const PsFlags& f, const ProcessGroup& group, double timeout_seconds, DType wire) {
+std::optional<ps::PsConfig> ps_config(const PsFlags& f, const ProcessGroup& group, double timeout_seconds, DType wire,
+                                      const OptimizerConfig& optimizer) {
   if (f.mode == "allreduce") {
-    if (f.servers != 1 || f.sync != "bsp" || f.staleness >= 0) {
-      throw InputError("--servers, --sync and --staleness apply to parameter-server training: add --mode ps");
+    if (f.servers != 1 || f.sync != "bsp" || f.staleness >= 0 || f.async_lr != "divided" ||
+        f.async_momentum != "keep") {
+      throw InputError(
+          "--servers, --sync, --staleness, --async-lr and --async-momentum apply to parameter-server training: add "
+          "--mode ps");
     }
     return std::nullopt;
   }
@@ -52,16 +67,49 @@ std::optional<ps::PsConfig> ps_config(const PsFlags& f, const ProcessGroup& grou
   c.staleness = std::max<std::int64_t>(0, f.staleness);
   c.timeout_seconds = timeout_seconds;
   c.wire = wire;
+  c.async_lr = ps::parse_async_lr(f.async_lr);
+  c.async_momentum = ps::parse_async_momentum(f.async_momentum);
   c.validate(group.size);
+  if (optimizer.name == "lars" || optimizer.name == "lamb") {
+    throw InputError(fmt::format("--optimizer {} scales each layer by its whole norm, and a server holds a flat range "
+                                 "of the parameters, not layers: use --mode allreduce with it",
+                                 optimizer.name));
+  }
+  // Every rank checks what the servers will run, so a bad combination stops them all alike.
+  (void)ps::server_optimizer(optimizer, c.async_momentum, ps::sync_mode_name(c.sync), c.workers);
   return c;
 }
 
-void check_ps_supports(bool double_buffering, const std::string& trace) {
-  const auto refuse = [](const char* flag) {
-    throw InputError(fmt::format("{} is not available with --mode ps yet; leave it out or use --mode allreduce", flag));
+void check_ps_supports(bool double_buffering) {
+  // Double buffering applies each step's gradients one step late: that is SSP with S = 1 (or ASP),
+  // which the servers do without an extra copy of the gradients.
+  if (double_buffering) {
+    throw InputError(
+        "--double-buffering overlaps an allreduce with the next step; with --mode ps use --sync ssp --staleness 1 "
+        "(a worker may read weights that lack the last clock's gradients, as double buffering does) or --sync asp");
+  }
+}
+
+GatherStrings gather_worker_strings(ProcessGroup& group, const ps::PsConfig& config) {
+  return [&group, config](const std::string& mine) {
+    comm::Transport& t = group.comm->transport();
+    const auto deadline = comm::Deadline::after(config.timeout_seconds > 0 ? 1.25 * config.timeout_seconds + 1 : 0);
+    if (t.rank() != 0) {
+      const std::uint64_t n = mine.size();
+      t.send(&n, sizeof n, 0, ps::kTagTrace, deadline, "the trace's length to worker 0");
+      t.send(mine.data(), mine.size(), 0, ps::kTagTrace, deadline, "the trace to worker 0");
+      return std::vector<std::string>{};
+    }
+    std::vector<std::string> out{mine};
+    for (int w = 1; w < config.workers; ++w) {
+      std::uint64_t n = 0;
+      t.recv(&n, sizeof n, w, ps::kTagTrace, deadline, fmt::format("worker {}'s trace length", w));
+      std::string text(n, '\0');
+      t.recv(text.data(), text.size(), w, ps::kTagTrace, deadline, fmt::format("worker {}'s trace", w));
+      out.push_back(std::move(text));
+    }
+    return out;
   };
-  if (double_buffering) refuse("--double-buffering");
-  if (!trace.empty()) refuse("--trace");
 }
 
 int run_parameter_server(ProcessGroup& group, const ps::PsConfig& config, const OptimizerConfig& optimizer,

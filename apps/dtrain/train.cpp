@@ -7,6 +7,7 @@
 #include "apps/dtrain/checkpoint_flags.h"
 #include "apps/dtrain/commands.h"
 #include "apps/dtrain/distributed.h"
+#include "apps/dtrain/large_batch_flags.h"
 #include "apps/dtrain/ps_mode.h"
 #include "apps/dtrain/slowdown_flags.h"
 #include "calibration/training_prediction.h"
@@ -62,6 +63,7 @@ struct TrainOptions {
   CheckpointFlags checkpoint;
   SlowdownFlags slowdown;
   PsFlags ps;
+  LargeBatchFlags large_batch;
 };
 
 // Every rank's string on every rank, through the communication thread (for the trace).
@@ -153,9 +155,6 @@ int run_train(TrainOptions o) {
   const bool stale_momentum = o.double_buffering && o.optimizer.name == "sgd" && !o.momentum_given;
   const double default_momentum = o.optimizer.momentum;
   if (stale_momentum) o.optimizer.momentum = 2 * default_momentum - 1;
-  o.schedule.base_lr = o.optimizer.lr;
-  o.schedule.total_epochs = static_cast<double>(o.epochs);
-  auto schedule = make_schedule(o.schedule);
   const AugmentConfig augment = parse_augment(o.augment);
   DataParallelConfig dp;
   dp.algorithm = comm::parse_algorithm(o.allreduce);
@@ -182,12 +181,17 @@ int run_train(TrainOptions o) {
 
   ProcessGroup group = join_process_group(o.timeout, o.chunk_kb);
   const bool leader = group.rank == 0;
-  const std::optional<ps::PsConfig> ps = ps_config(o.ps, group, o.timeout, dp.comm_dtype);
-  if (ps) check_ps_supports(o.double_buffering, o.trace);
+  const std::optional<ps::PsConfig> ps = ps_config(o.ps, group, o.timeout, dp.comm_dtype, o.optimizer);
+  if (ps) check_ps_supports(o.double_buffering);
   // The ranks that train (all but the parameter servers) and the sums over them: a parameter
   // server takes part in no collective after start-up, so parameter-server workers sum nothing.
   const int workers = ps ? ps->workers : group.size;
   const SumAcrossRanks summer = ps ? SumAcrossRanks{} : group.summer();
+  // --lr is the base batch's rate; the run's follows its global batch (apps/dtrain/large_batch_flags.h).
+  const nlohmann::json large_batch =
+      apply_large_batch(o.large_batch, static_cast<std::int64_t>(workers) * o.batch, o.epochs, o.optimizer, o.schedule);
+  o.schedule.total_epochs = static_cast<double>(o.epochs);
+  auto schedule = make_schedule(o.schedule);
   if (o.threads == 0) o.threads = default_threads(group.ranks_on_my_host());
   set_num_threads(o.threads);
   Dataset train = load_dataset(o.dataset, o.data_dir, "train");
@@ -239,11 +243,23 @@ int run_train(TrainOptions o) {
       fmt::print(" per worker x {} workers, {} parameter server(s), sync {}{}, pushes in {}", ps->workers, ps->servers,
                  o.ps.sync, ps->sync == ps::SyncMode::kSsp ? fmt::format(" (staleness {})", ps->staleness) : "",
                  o.comm_dtype);
+      if (ps->sync != ps::SyncMode::kBsp) {
+        const std::string rate = ps->async_lr == ps::AsyncLr::kDivided     ? fmt::format("lr/{}", ps->workers)
+                                 : ps->async_lr == ps::AsyncLr::kStaleness ? std::string("lr/tau")
+                                                                           : std::string("lr");
+        fmt::print(", each push at {}, server momentum {:.3g}", rate,
+                   ps::server_optimizer(o.optimizer, ps->async_momentum, o.ps.sync, ps->workers).momentum);
+      }
     } else if (group.active()) {
       fmt::print(" per rank x {} ranks, allreduce {} in {}, {}", group.size, o.allreduce, o.comm_dtype,
                  group.describe_chunk());
     }
     fmt::print(", {} thread(s)\n", o.threads);
+    if (o.large_batch.lr_scaling != "none" || o.large_batch.base_batch > 0) {
+      fmt::print("global batch {}: lr {:.4g} ({} rule from --lr at batch {}), warmup from {:.3g}x\n",
+                 large_batch["global_batch"].get<std::int64_t>(), o.optimizer.lr, o.large_batch.lr_scaling,
+                 large_batch["base_batch"].get<std::int64_t>(), o.schedule.warmup_start_factor);
+    }
     if (stale_momentum) {
       fmt::print(
           "double buffering: sgd momentum {:g} instead of {:g} (one step of staleness adds momentum of its own; "
@@ -254,11 +270,17 @@ int run_train(TrainOptions o) {
 
   nlohmann::json config = config_record(o, train, model->num_parameters());
   config["world_size"] = group.size;
+  config.update(large_batch);
   if (ps) {
     config["mode"] = "ps";
     config["servers"] = ps->servers;
     config["sync"] = o.ps.sync;
     if (ps->sync == ps::SyncMode::kSsp) config["staleness"] = ps->staleness;
+    if (ps->sync != ps::SyncMode::kBsp) {
+      config["async_lr"] = ps::async_lr_name(ps->async_lr);
+      config["server_momentum"] =
+          ps::server_optimizer(o.optimizer, ps->async_momentum, o.ps.sync, ps->workers).momentum;
+    }
   }
   // The machine state same-host communication runs in (core/core_round_trip.h), for the log:
   // explain compares it with the profile's. A measurement, not configuration: a resumed run
@@ -324,6 +346,7 @@ int run_train(TrainOptions o) {
     tracer = recorder.get();
     tracer->install();
     if (data_parallel != nullptr) data_parallel->set_observer(tracer);
+    if (ps_worker != nullptr) ps_worker->set_observer(tracer);
     trainer.add_extension(std::move(recorder));
   }
   LogReport* log = nullptr;
@@ -357,7 +380,11 @@ int run_train(TrainOptions o) {
     if (log != nullptr) log->write(record);
   }
   if (tracer != nullptr) {
-    write_rank_traces(o.trace, *tracer, group.rank, gather_strings(group), {{"model", o.model}, {"ranks", group.size}});
+    const nlohmann::json about =
+        ps ? nlohmann::json{{"model", o.model}, {"workers", ps->workers}, {"servers", ps->servers}}
+           : nlohmann::json{{"model", o.model}, {"ranks", group.size}};
+    write_rank_traces(o.trace, *tracer, group.rank, ps ? gather_worker_strings(group, *ps) : gather_strings(group),
+                      about);
     if (leader) fmt::print("trace: {}\n", o.trace);
   }
   if (leader && s.last_eval) {
@@ -407,6 +434,11 @@ Action register_train(CLI::App& app) {
   t->add_flag("--nesterov", o->optimizer.nesterov, "Nesterov momentum (sgd)");
   t->add_option("--weight-decay", o->optimizer.weight_decay, "L2 penalty added to every gradient")
       ->capture_default_str();
+  t->add_option("--trust-coefficient", o->optimizer.trust_coefficient,
+                "lars: eta of the trust ratio eta*||w|| / (||g|| + wd*||w||) (You et al. 2017)")
+      ->capture_default_str();
+  t->add_flag("--adapt-all", o->optimizer.adapt_all,
+              "lars, lamb: adapt and decay biases and batch-norm parameters too (excluded by default)");
   t->add_option("--schedule", o->schedule.name,
                 fmt::format("Learning-rate schedule: {}", fmt::join(schedule_names(), ", ")))
       ->capture_default_str();
@@ -414,7 +446,7 @@ Action register_train(CLI::App& app) {
       ->capture_default_str();
   t->add_option("--gamma", o->schedule.gamma, "step schedule: factor per decay")->capture_default_str();
   t->add_option("--warmup-epochs", o->schedule.warmup_epochs,
-                "Linear warmup from 0.1x the learning rate over this many epochs (per step, Goyal et al.)")
+                "Linear warmup from --warmup-start x the learning rate over this many epochs (per step, Goyal et al.)")
       ->capture_default_str();
   t->add_option("--augment", o->augment,
                 "Training augmentation, comma separated: flip, translate:PIXELS, rotate:DEGREES, noise:SIGMA "
@@ -453,7 +485,8 @@ Action register_train(CLI::App& app) {
                 "the model");
   t->add_option("--trace", o->trace,
                 "Write a Chrome trace (chrome://tracing, Perfetto) of --trace-steps steps: layers' forward and "
-                "backward, each bucket's allreduce, the update, per rank");
+                "backward, each bucket's allreduce (--mode ps: each shard's push and the pull), the update, per "
+                "rank");
   t->add_option("--trace-steps", o->trace_steps, "Steps the trace records, from the second step on")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -465,6 +498,7 @@ Action register_train(CLI::App& app) {
   add_checkpoint_flags(*t, o->checkpoint);
   add_slowdown_flags(*t, o->slowdown);
   add_ps_flags(*t, o->ps);
+  add_large_batch_flags(*t, o->large_batch);
   return [t, o, momentum]() {
     if (!t->parsed()) return -1;
     o->momentum_given = momentum->count() > 0;

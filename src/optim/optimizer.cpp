@@ -1,6 +1,8 @@
 #include "optim/optimizer.h"
 
 #include "optim/adam.h"
+#include "optim/lamb.h"
+#include "optim/lars.h"
 #include "optim/rmsprop.h"
 #include "optim/sgd.h"
 
@@ -17,6 +19,7 @@ void Optimizer::step() {
     if (!p.grad().defined()) continue;
     check_same_shape(p.grad(), p.data(), "optimizer step (gradient vs parameter)");
     for (std::size_t s = 0; s < state.size(); ++s) state[s] = slot(s, i);
+    current_ = i;
     update(p.data(), p.grad(), state);
   }
   ++steps_;
@@ -44,6 +47,12 @@ void Optimizer::step_ranges(std::span<const Range> ranges) {
     DT_CHECK(0 <= lo && lo <= hi && hi <= w.numel(), "step_ranges: [{}, {}) outside {} elements", lo, hi, w.numel());
     DT_CHECK(w.device().type == DeviceType::kCPU, "step_ranges needs CPU parameters, not {}", w.describe());
     if (lo == hi) continue;
+    if (layerwise() && (lo != 0 || hi != w.numel())) {
+      throw InputError(
+          fmt::format("{} scales each parameter by its whole norm: it cannot update elements [{}, {}) "
+                      "of {} alone",
+                      name(), lo, hi, w.numel()));
+    }
     // The gradient in the weights' layout, so that one storage range holds the same elements.
     const Tensor g = p.grad().to_layout(w.layout());
     for (std::size_t s = 0; s < state.size(); ++s) {
@@ -52,6 +61,7 @@ void Optimizer::step_ranges(std::span<const Range> ranges) {
       state[s] = storage_range(whole, lo, hi);
     }
     Tensor w_part = storage_range(w, lo, hi);
+    current_ = i;
     update(w_part, storage_range(g, lo, hi), state);
   }
   ++steps_;
@@ -107,14 +117,15 @@ std::vector<std::pair<std::string, Tensor>> Optimizer::state() {
 }
 
 const std::vector<std::string>& optimizer_names() {
-  static const std::vector<std::string> names{"sgd", "rmsprop", "adam"};
+  static const std::vector<std::string> names{"sgd", "rmsprop", "adam", "lars", "lamb"};
   return names;
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<Variable> params) {
   if (c.weight_decay < 0) throw InputError(fmt::format("--weight-decay must be >= 0, got {}", c.weight_decay));
   if (c.name == "sgd") {
-    if (c.momentum < 0 || c.momentum >= 1) throw InputError(fmt::format("--momentum must be in [0, 1), got {}", c.momentum));
+    if (c.momentum < 0 || c.momentum >= 1)
+      throw InputError(fmt::format("--momentum must be in [0, 1), got {}", c.momentum));
     return std::make_unique<Sgd>(std::move(params), SgdHyper{c.lr, c.momentum, c.weight_decay, c.nesterov});
   }
   if (c.name == "rmsprop") {
@@ -128,6 +139,20 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<
     h.eps = c.eps;
     h.weight_decay = c.weight_decay;
     return std::make_unique<Adam>(std::move(params), h);
+  }
+  if (c.name == "lars") {
+    if (c.momentum < 0 || c.momentum >= 1)
+      throw InputError(fmt::format("--momentum must be in [0, 1), got {}", c.momentum));
+    if (!(c.trust_coefficient > 0)) {
+      throw InputError(fmt::format("--trust-coefficient must be > 0 (LARS's eta, 0.001 in You et al. 2017), got {}",
+                                   c.trust_coefficient));
+    }
+    return std::make_unique<Lars>(std::move(params),
+                                  LarsHyper{c.lr, c.momentum, c.weight_decay, c.trust_coefficient, c.adapt_all});
+  }
+  if (c.name == "lamb") {
+    return std::make_unique<Lamb>(std::move(params),
+                                  LambHyper{c.lr, c.beta1, c.beta2, c.eps, c.weight_decay, c.adapt_all});
   }
   throw InputError(fmt::format("unknown optimizer '{}'; valid: {}", c.name, fmt::join(optimizer_names(), ", ")));
 }

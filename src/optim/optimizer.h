@@ -41,6 +41,9 @@ class Optimizer {
   void set_steps(std::int64_t steps) { steps_ = steps; }
   const std::vector<Variable>& params() const { return params_; }
   virtual std::string name() const = 0;
+  // Whether an update needs a whole parameter (layer-wise norms: LARS, LAMB); step_ranges then
+  // refuses a range that is not the whole of one.
+  virtual bool layerwise() const { return false; }
 
   // Per-parameter state tensors by name ("momentum.3" = momentum of parameter 3), for
   // checkpoints; allocated on first use, so call after one step or after ensure_state().
@@ -53,6 +56,8 @@ class Optimizer {
  protected:
   // Updates w from its gradient g and its state tensors (one per slot_names(), same shape as w).
   virtual void update(Tensor& w, const Tensor& g, std::span<Tensor> state) = 0;
+  // The index in params() of the parameter update() is called for.
+  std::size_t current_param() const { return current_; }
   // Names of the state slots each parameter has ("momentum"; Adam: "m", "v").
   virtual std::vector<std::string> slot_names() const = 0;
 
@@ -62,18 +67,21 @@ class Optimizer {
   std::vector<Variable> params_;
   double lr_;
   std::int64_t steps_ = 0;
+  std::size_t current_ = 0;
   std::vector<std::vector<Tensor>> slots_;  // [slot][param]
 };
 
 struct OptimizerConfig {
-  std::string name = "sgd";  // sgd | rmsprop | adam
+  std::string name = "sgd";  // sgd | rmsprop | adam | lars | lamb
   double lr = 0.05;
-  double momentum = 0.9;      // sgd
-  bool nesterov = false;      // sgd
+  double momentum = 0.9;  // sgd
+  bool nesterov = false;  // sgd
   double weight_decay = 0.0;
-  double alpha = 0.99;        // rmsprop decay
+  double alpha = 0.99;  // rmsprop decay
   double beta1 = 0.9, beta2 = 0.999;
   double eps = 1e-8;
+  double trust_coefficient = 0.001;  // lars: eta in eta*||w|| / (||g|| + wd*||w||)
+  bool adapt_all = false;            // lars, lamb: adapt (and decay) 1-d parameters too: biases, batch norm
 };
 
 // Throws InputError listing the valid names for an unknown optimizer.

@@ -15,6 +15,8 @@
 // weights are bit for bit those of every rank updating everything. Checkpoints, evaluation and
 // resume read and write the one copy.
 //
+// Not with a layer-wise optimizer (LARS, LAMB: each tensor's step is scaled by its whole norm, and
+// a rank's part is a range of it); each rank then updates everything, as without shared memory.
 // Not with double buffering: there the update of step t-1 runs while other ranks may still be
 // in step t's forward, reading the weights.
 #pragma once

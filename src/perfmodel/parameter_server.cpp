@@ -46,7 +46,7 @@ ServerTime parameter_server_time(const ServerPlan& plan, std::int64_t params, do
   const auto worker_side = [&](double bytes) { return k * alpha + sharing * bytes * beta; };
   const auto server_side = [&](double bytes) { return w * (alpha + bytes / k * beta); };
   ServerTime t;
-  const double hidden = std::max(0.0, plan.push_hidden);
+  const double hidden = std::max(0.0, plan.push_hidden), pull_hidden = std::max(0.0, plan.pull_hidden);
   if (plan.sync == Sync::kBsp) {
     t.push = std::max(worker_side(pushed), server_side(pushed));
     t.pull = std::max(worker_side(pulled), server_side(pulled));
@@ -54,11 +54,11 @@ ServerTime parameter_server_time(const ServerPlan& plan, std::int64_t params, do
     // optimizer pass over the shard with their mean.
     const double shard_f32_bytes = 4.0 * static_cast<double>(params) / k;
     t.server_update = (w - 1) * shard_f32_bytes / profile.device.reduce.value + update_per_gradient;
-    t.step = compute + std::max(0.0, t.push - hidden) + t.server_update + t.pull;
+    t.step = compute + std::max(0.0, t.push - hidden) + t.server_update + std::max(0.0, t.pull - pull_hidden);
   } else {
     t.push = worker_side(pushed);
     t.pull = worker_side(pulled);
-    const double worker_period = compute + std::max(0.0, t.push - hidden) + t.pull;
+    const double worker_period = compute + std::max(0.0, t.push - hidden) + std::max(0.0, t.pull - pull_hidden);
     const double per_update = 2 * alpha + (pushed + pulled) / k * beta + update_per_gradient;
     t.server_update = w * update_per_gradient;
     t.servers_bound = w * per_update > worker_period;
@@ -68,13 +68,15 @@ ServerTime parameter_server_time(const ServerPlan& plan, std::int64_t params, do
   return t;
 }
 
-double pushes_during_backward(const std::vector<std::int64_t>& layer_params, const std::vector<double>& layer_backward,
-                              int servers, double push_seconds) {
+namespace {
+
+// When each shard's gradients are final, in push order (shard K-1 first), and backward's length.
+std::vector<double> shard_ready_times(const std::vector<std::int64_t>& layer_params,
+                                      const std::vector<double>& layer_backward, int servers, double& backward) {
   DT_CHECK(layer_params.size() == layer_backward.size(), "{} layers' parameters, {} layers' backward",
            layer_params.size(), layer_backward.size());
   std::int64_t total = 0;
   for (std::int64_t p : layer_params) total += p;
-  if (servers <= 1 || total <= 0) return 0;
   // done_after[j]: backward seconds until layer j's backward ends (layers run last to first).
   std::vector<double> done_after(layer_backward.size(), 0.0);
   double t = 0;
@@ -82,17 +84,44 @@ double pushes_during_backward(const std::vector<std::int64_t>& layer_params, con
     t += layer_backward[j];
     done_after[j] = t;
   }
-  const double backward = t;
-  double end = 0;
+  backward = t;
+  std::vector<double> ready;
+  if (servers <= 1 || total <= 0) return ready;
   for (int k = servers; k-- > 0;) {
     // The layer holding flat parameter floor(total k / K), the shard's first.
     const std::int64_t first = total * k / servers;
     std::int64_t before = 0;
     std::size_t layer = 0;
     while (layer + 1 < layer_params.size() && before + layer_params[layer] <= first) before += layer_params[layer++];
-    end = std::max(end, done_after[layer]) + push_seconds / servers;
+    ready.push_back(done_after[layer]);
   }
+  return ready;
+}
+
+}  // namespace
+
+double pushes_during_backward(const std::vector<std::int64_t>& layer_params, const std::vector<double>& layer_backward,
+                              int servers, double push_seconds) {
+  double backward = 0;
+  double end = 0;
+  for (double ready : shard_ready_times(layer_params, layer_backward, servers, backward)) {
+    end = std::max(end, ready) + push_seconds / servers;
+  }
+  if (end == 0) return 0;
   return std::max(0.0, push_seconds - std::max(0.0, end - backward));
+}
+
+double pulls_during_backward(const std::vector<std::int64_t>& layer_params, const std::vector<double>& layer_backward,
+                             int servers, double push_seconds, double server_seconds, double pull_seconds) {
+  double backward = 0;
+  double pushed = 0, pulled = 0;
+  for (double ready : shard_ready_times(layer_params, layer_backward, servers, backward)) {
+    pushed = std::max(pushed, ready) + push_seconds / servers;
+    pulled = std::max(pulled, pushed + server_seconds) + pull_seconds / servers;
+  }
+  if (pulled == 0) return 0;
+  // The tail the step would pay with every pull after the last push's answer, less the chain's.
+  return std::max(0.0, std::max(0.0, pushed - backward) + server_seconds + pull_seconds - (pulled - backward));
 }
 
 WorkerCompute worker_compute_on_cores(const Profile& profile, int workers, Sync sync, double calibrated) {

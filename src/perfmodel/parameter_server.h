@@ -41,6 +41,9 @@ struct ServerPlan {
   DType dtype = DType::kF32;
   // Seconds of the push that overlap backward (pushes_during_backward): the step pays push - this.
   double push_hidden = 0;
+  // Seconds of the pull that overlap backward and the other shards' pushes
+  // (pulls_during_backward): the step pays pull - this.
+  double pull_hidden = 0;
 };
 
 // The part of a push of `push_seconds` (all shards) that overlaps backward: each shard leaves the
@@ -54,6 +57,15 @@ struct ServerPlan {
 // micro-batch's backward).
 double pushes_during_backward(const std::vector<std::int64_t>& layer_params, const std::vector<double>& layer_backward,
                               int servers, double push_seconds);
+// The part of a pull of `pull_seconds` (all shards) that overlaps backward and the later shards'
+// pushes: each shard's weights are requested with its push (ps/ps_worker.h), answered
+// `server_seconds` after it arrives (BSP: the server's sum and update; 0 where the step does not
+// wait for the servers' arithmetic), and received one after another:
+//   pulled = max(pulled, pushed_k + server_seconds) + pull_seconds / K,
+// against a tail of (pushed - backward) + server_seconds + pull_seconds with every pull after the
+// last answer. 0 with one shard.
+double pulls_during_backward(const std::vector<std::int64_t>& layer_params, const std::vector<double>& layer_backward,
+                             int servers, double push_seconds, double server_seconds, double pull_seconds);
 
 struct ServerTime {
   double push = 0, pull = 0;   // T_send each way (BSP: the slower side; ASP: the worker's side)

@@ -124,8 +124,12 @@ StepPrediction predict_parameter_server(const Workload& w, const Profile& p, con
       layer_params.push_back(w.layers[i].params);
       layer_backward.push_back(scale * plan.layers[i].backward.seconds);
     }
-    plan_ps.push_hidden = pushes_during_backward(layer_params, layer_backward, c.servers,
-                                                 parameter_server_time(plan_ps, w.total_params(), 0, p).push);
+    const ServerTime serial = parameter_server_time(plan_ps, w.total_params(), 0, p);
+    plan_ps.push_hidden = pushes_during_backward(layer_params, layer_backward, c.servers, serial.push);
+    // Each shard's weights are asked for with its push (ps/ps_worker.h); under BSP its answer
+    // waits for the server's arithmetic, under SSP and ASP the step does not.
+    plan_ps.pull_hidden = pulls_during_backward(layer_params, layer_backward, c.servers, serial.push,
+                                                c.sync == Sync::kBsp ? serial.server_update : 0.0, serial.pull);
   }
   const double slowed_compute = std::max(0.0, cpu.alone + slowdown_wait(c, cpu.alone) - cpu.shared);
   const ServerTime t = parameter_server_time(plan_ps, w.total_params(), fwd + bwd + slowed_compute, p);
@@ -162,7 +166,7 @@ StepPrediction predict_parameter_server(const Workload& w, const Profile& p, con
   const double pushed = at - plan_ps.push_hidden + t.push;
   s.timeline.push_back({"push gradients", "push", "comm", at - plan_ps.push_hidden, t.push});
   s.timeline.push_back({"server update", "server", "servers", pushed, t.server_update});
-  s.timeline.push_back({"pull parameters", "pull", "comm", pushed + t.server_update, t.pull});
+  s.timeline.push_back({"pull parameters", "pull", "comm", pushed + t.server_update - plan_ps.pull_hidden, t.pull});
   s.bottleneck = t.servers_bound ? "parameter servers"
                                  : name_bottleneck(s.compute, t.exposed, 0, data, t.server_update > t.push + t.pull);
   return s;

@@ -88,7 +88,7 @@ void ClockGate::record_read(int worker, std::int64_t c, std::int64_t version) {
   reads_[static_cast<std::size_t>(worker)] = {c, std::max<std::int64_t>(0, c - min_clock()), version};
 }
 
-void ClockGate::record_apply(int worker, std::int64_t c, std::int64_t version) {
+std::int64_t ClockGate::record_apply(int worker, std::int64_t c, std::int64_t version) {
   check_worker(worker);
   const Read& r = reads_[static_cast<std::size_t>(worker)];
   DT_CHECK(r.clock == c, "worker {} pushed a gradient of clock {}, but its last read was of clock {}", worker, c,
@@ -97,6 +97,7 @@ void ClockGate::record_apply(int worker, std::int64_t c, std::int64_t version) {
   gaps_.add(r.gap);
   taus_.add(version - r.version);
   worker_taus_[static_cast<std::size_t>(worker)].add(version - r.version);
+  return version - r.version;
 }
 
 const Histogram& ClockGate::taus_of(int worker) const {

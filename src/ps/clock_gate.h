@@ -65,8 +65,8 @@ class ClockGate {
   // `worker` read the weights for clock c (may_read held) after the server's `version`-th update.
   void record_read(int worker, std::int64_t c, std::int64_t version);
   // The gradient `worker` computed from its last read (of clock c) is applied as the server's
-  // update number `version` (0-based: the number of updates before it).
-  void record_apply(int worker, std::int64_t c, std::int64_t version);
+  // update number `version` (0-based: the number of updates before it). Returns its tau.
+  std::int64_t record_apply(int worker, std::int64_t c, std::int64_t version);
   const Histogram& gaps() const { return gaps_; }
   const Histogram& taus() const { return taus_; }
   // Of the gradients `worker` pushed.

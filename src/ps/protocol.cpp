@@ -52,6 +52,11 @@ void PsConfig::validate(int world_size) const {
   if (sync == SyncMode::kSsp && staleness < 0) {
     throw InputError(fmt::format("--staleness must be >= 0, got {}", staleness));
   }
+  if (sync == SyncMode::kBsp && (async_lr != AsyncLr::kDivided || async_momentum != AsyncMomentum::kKeep)) {
+    throw InputError(
+        "--async-lr and --async-momentum correct --sync ssp and asp, whose every push is a step; bsp applies one "
+        "step per clock: leave them out or choose ssp or asp");
+  }
   if (!(timeout_seconds >= 0)) throw InputError(fmt::format("a timeout must be >= 0 s, got {}", timeout_seconds));
   if (wire != DType::kF32 && wire != DType::kF16 && wire != DType::kBF16) {
     throw InputError(fmt::format("parameter-server pushes travel in f32, f16 or bf16, not {}", dtype_name(wire)));

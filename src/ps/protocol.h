@@ -25,8 +25,10 @@
 //   alive    server -> worker       8 bytes, every timeout / 3 to each worker whose pull the gate
 //                                   holds while another worker is paused: the wait is the paused
 //                                   worker's, not the server's, so the worker's timeout restarts
-// A worker's step at clock c is: push the gradient of clock c to every server, then request clock
-// c + 1 from every server and wait for the weights; the server answers when the gate
+//   trace    worker -> worker 0     with --trace, after training: the worker's recorded events
+//                                   (8-byte length, then JSON text)
+// A worker's step at clock c is: push each shard's gradient of clock c with a request for that
+// shard's weights of clock c + 1, then wait for the weights; the server answers when the gate
 // (ps/clock_gate.h) opens. Messages of one kind between two ranks arrive in the order sent, so a
 // server sees a worker's pushes in clock order; a request may overtake the push before it, which
 // the gate's read-my-writes condition absorbs.
@@ -42,6 +44,7 @@
 #include <string>
 #include <string_view>
 
+#include "ps/async_corrections.h"
 #include "tensor/dtype.h"
 
 namespace dtrain::ps {
@@ -65,6 +68,9 @@ struct PsConfig {
   // The pushed gradients' type on the wire (f32, f16 or bf16; rounded to nearest even, as the
   // allreduce's 16-bit wire); the servers widen them to f32 on arrival. Weights travel in f32.
   DType wire = DType::kF32;
+  // SSP and ASP: each push's learning rate and the servers' momentum (ps/async_corrections.h).
+  AsyncLr async_lr = AsyncLr::kDivided;
+  AsyncMomentum async_momentum = AsyncMomentum::kKeep;
 
   // The gate's S: 0, staleness, or ClockGate::kUnbounded.
   std::int64_t gate_staleness() const;
@@ -84,6 +90,7 @@ inline constexpr int kTagStats = 20005;
 inline constexpr int kTagSnapshot = 20006;
 inline constexpr int kTagStart = 20007;
 inline constexpr int kTagAlive = 20008;
+inline constexpr int kTagTrace = 20009;
 
 struct PushHeader {
   std::int64_t clock = 0;  // the clock of the weights the gradient was computed from

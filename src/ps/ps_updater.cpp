@@ -55,8 +55,14 @@ void PsUpdater::on_grad_ready(std::size_t i, const Tensor& grad) {
   grads_[i] = grad.defined() ? grad.to_plain() : zeros_[i];
   grad_ptrs_[i] = grads_[i].data<float>();
   for (int k : shards_of_tensor_[i]) {
-    if (--waiting_[static_cast<std::size_t>(k)] == 0) worker_->push(k, grad_ptrs_, lr_);
+    if (--waiting_[static_cast<std::size_t>(k)] == 0) push(k);
   }
+}
+
+void PsUpdater::push(int k) {
+  if (observer_ != nullptr) observer_->push_begin(static_cast<std::size_t>(k));
+  worker_->push(k, grad_ptrs_, lr_);
+  if (observer_ != nullptr) observer_->push_end(static_cast<std::size_t>(k));
 }
 
 OptimizerShards PsUpdater::optimizer_shards() {
@@ -115,7 +121,12 @@ StepResult PsUpdater::update(const Batch& batch, std::int64_t iteration) {
     }
     grad_ptrs_[i] = grads_[i].data<float>();
   }
-  worker_->step(grad_ptrs_, lr_, weights_);
+  for (int k = 0; k < worker_->sharding().shards(); ++k) {
+    if (!worker_->pushed(k)) push(k);
+  }
+  if (observer_ != nullptr) observer_->pull_begin();
+  worker_->pull_next(weights_);
+  if (observer_ != nullptr) observer_->pull_end();
   for (Tensor& g : grads_) g = Tensor();
   r.times.comm = sw.seconds();
   return r;

@@ -21,6 +21,7 @@
 #include "comm/transport.h"
 #include "ps/protocol.h"
 #include "ps/ps_worker.h"
+#include "train/trace_hooks.h"
 #include "train/updater.h"
 
 namespace dtrain::ps {
@@ -53,6 +54,8 @@ class PsUpdater : public StandardUpdater {
   // On resume: worker 0's step to continue from, shared with every worker (PsWorker).
   std::int64_t share_start_step(std::int64_t start) { return worker_->share_start_step(start); }
   const PsWorker& worker() const { return *worker_; }
+  // A trace's view of each push and pull (train/trace_hooks.h); null: none.
+  void set_observer(UpdateObserver* observer) { observer_ = observer; }
 
  private:
   std::vector<Variable> params_;
@@ -67,7 +70,9 @@ class PsUpdater : public StandardUpdater {
   std::vector<int> waiting_, tensors_in_shard_;
   bool collecting_ = false;
   double lr_ = 0;
+  UpdateObserver* observer_ = nullptr;
   void on_grad_ready(std::size_t i, const Tensor& grad);
+  void push(int k);
   OptimizerShards optimizer_shards();  // pointers into optimizer_'s state (allocated if need be)
   std::unique_ptr<PsWorker> worker_;
 };

@@ -74,16 +74,17 @@ PsWorker::~PsWorker() {
   }
 }
 
-void PsWorker::pull(std::span<float* const> params, std::vector<comm::Request>& pending) {
-  for (int k = 0; k < config_.servers; ++k) {
-    const auto i = static_cast<std::size_t>(k);
-    request_buf_[i] = PullRequest{clock_, 0};
-    pending.push_back(transport_.isend(&request_buf_[i], sizeof(PullRequest), config_.server_rank(k), kTagRequest));
-    pending.push_back(transport_.irecv(weight_buf_[i].data(), weight_buf_[i].size() * sizeof(float),
-                                       config_.server_rank(k), kTagWeights));
-  }
+void PsWorker::request(int k, std::int64_t clock) {
+  const auto i = static_cast<std::size_t>(k);
+  request_buf_[i] = PullRequest{clock, 0};
+  pending_.push_back(transport_.isend(&request_buf_[i], sizeof(PullRequest), config_.server_rank(k), kTagRequest));
+  pending_.push_back(transport_.irecv(weight_buf_[i].data(), weight_buf_[i].size() * sizeof(float),
+                                      config_.server_rank(k), kTagWeights));
+}
+
+void PsWorker::receive_weights(std::span<float* const> params) {
   const Stopwatch waiting;
-  wait_for_servers(pending, pull_description());
+  wait_for_servers(pending_, pull_description());
   waited_seconds_ += waiting.seconds();
   for (int k = 0; k < config_.servers; ++k) sharding_.scatter(k, weight_buf_[static_cast<std::size_t>(k)], params);
 }
@@ -131,7 +132,8 @@ void PsWorker::start(std::span<float* const> params, const OptimizerShards* stat
     transport_.waitall(pending_, deadline(), "parameter-server initial weights");
     pending_.clear();
   }
-  pull(params, pending_);
+  for (int k = 0; k < config_.servers; ++k) request(k, clock_);
+  receive_weights(params);
 }
 
 void PsWorker::snapshot(std::span<float* const> params, OptimizerShards& state) {
@@ -197,13 +199,16 @@ void PsWorker::push(int k, std::span<const float* const> grads, double lr) {
   }
   pending_.push_back(transport_.isend(buf.data(), buf.size() * sizeof(float), config_.server_rank(k), kTagPush));
   pushed_[i] = true;
+  // The shard's next weights are asked for at once: the server answers when its gate opens,
+  // while this worker still computes the other shards' gradients.
+  request(k, clock_ + 1);
 }
 
 void PsWorker::pull_next(std::span<float* const> params) {
   for (int k = 0; k < config_.servers; ++k) DT_CHECK(pushed(k), "shard {} not pushed at clock {}", k, clock_);
   std::fill(pushed_.begin(), pushed_.end(), false);
   ++clock_;
-  pull(params, pending_);
+  receive_weights(params);
 }
 
 void PsWorker::step(std::span<const float* const> grads, double lr, std::span<float* const> params) {

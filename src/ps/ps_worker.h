@@ -4,9 +4,9 @@
 // start() (once): worker 0 sends its parameters to the servers as their initial weights, then
 // every worker pulls clock 0, so all begin from the same weights. At clock c: push() each shard
 // of the gradient of clock c to its server (with the step's learning rate, since schedules run on
-// the workers; the updater pushes a shard during backward as soon as its gradients are final),
-// then pull_next() requests clock c + 1 from every server and waits for every shard's weights
-// (step() does both for a whole gradient); the wait is
+// the workers; the updater pushes a shard during backward as soon as its gradients are final)
+// and with it request that shard's weights of clock c + 1; pull_next() waits for every shard's
+// weights (step() does both for a whole gradient); the wait is
 // the gate's (BSP: until every worker pushed clock c; SSP: until the slowest is within S clocks;
 // ASP: only until this worker's own push is applied). finish() tells the servers this worker
 // pushes no more, so they stop waiting for it, and how long it waited for them; worker 0 then
@@ -64,6 +64,7 @@ class PsWorker {
   void step(std::span<const float* const> grads, double lr, std::span<float* const> params);
   // Pushes shard k of `grads` for the current clock (only the pointers of the tensors the shard
   // covers are read, and only now): during backward, the moment the shard's gradients are final.
+  // The shard's weights of the next clock are requested with it (received by pull_next).
   void push(int k, std::span<const float* const> grads, double lr);
   bool pushed(int k) const { return pushed_[static_cast<std::size_t>(k)]; }
   // Once every shard is pushed: the next clock's weights into `params`.
@@ -84,9 +85,12 @@ class PsWorker {
   int rank() const { return transport_.rank(); }
 
  private:
-  // Requests clock_ from every server and scatters the answers into params; the requests already
-  // in `pending` (this step's pushes) are waited for with them.
-  void pull(std::span<float* const> params, std::vector<comm::Request>& pending);
+  // Asks server k for the weights of `clock` (into weight_buf_[k]; the request and the receive
+  // join pending_).
+  void request(int k, std::int64_t clock);
+  // Waits for pending_ (this clock's pushes, requests and weights) and scatters the weights into
+  // params.
+  void receive_weights(std::span<float* const> params);
   void send_done();
   // Waits for `pending` (then clears it) as Transport::waitall does, but a keep-alive from a
   // server (protocol.h: alive) restarts the deadline.

@@ -51,7 +51,8 @@ ParameterServer::ParameterServer(comm::Transport& transport, const PsConfig& con
   range_ = shard_range(total_elements, config_.servers, index_);
   n_ = range_.size();
   weights_ = Variable(Tensor::zeros({n_}), true);
-  optimizer_ = make_optimizer(optimizer, {weights_});
+  optimizer_ = make_optimizer(
+      server_optimizer(optimizer, config_.async_momentum, sync_mode_name(config_.sync), config_.workers), {weights_});
   const auto workers = static_cast<std::size_t>(config_.workers);
   push_buf_.assign(workers, std::vector<float>(kHeaderFloats + push_payload_floats(n_, config_.wire)));
   if (config_.wire != DType::kF32) widened_.assign(workers, std::vector<float>(static_cast<std::size_t>(n_)));
@@ -140,9 +141,9 @@ void ParameterServer::on_request(int w) {
 void ParameterServer::apply_push(int w) {
   const PushHeader h = header(w);
   DT_CHECK(h.clock == gate_.clock(w), "worker {} pushed clock {}, expected clock {}", w, h.clock, gate_.clock(w));
-  gate_.record_apply(w, h.clock, version_);
+  const std::int64_t tau = gate_.record_apply(w, h.clock, version_);
   weights_.set_grad(Tensor::over_external(gradient(w), Shape{n_}));
-  optimizer_->set_lr(h.lr / config_.workers);
+  optimizer_->set_lr(per_push_lr(config_.async_lr, h.lr, config_.workers, tau));
   optimizer_->step();
   ++version_;
   ++gradients_;

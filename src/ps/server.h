@@ -10,7 +10,8 @@
 //   SSP, ASP  every push is one optimizer step as it arrives, at lr / W, so that the W pushes of
 //        one clock move the weights as far as one BSP step (--lr means the same per global step
 //        in every mode). Momentum and adaptive state still see W steps per clock, so the modes
-//        differ beyond the order of the updates.
+//        differ beyond the order of the updates. ps/async_corrections.h has the other per-push
+//        rates (staleness-aware, undivided) and the momentum compensation.
 // Pulls are answered through the gate (ps/clock_gate.h) with the weights as they are then; gap and
 // tau of every applied gradient are recorded there, and with them the rest of ps/run_stats.h,
 // which the server sends worker 0 when every worker is done.

@@ -153,14 +153,17 @@ void TraceRecorder::bucket_begin(std::size_t bucket, std::int64_t) {
 
 void TraceRecorder::bucket_end(std::size_t bucket) {
   double start = 0;
-  {
-    std::lock_guard lock(mutex_);
-    const auto it = bucket_start_.find(bucket);
-    if (it == bucket_start_.end()) return;
-    start = it->second;
-    bucket_start_.erase(it);
-  }
+  if (!take_start(bucket_start_, bucket, start)) return;
   add(fmt::format("bucket {}", bucket), "allreduce", TraceLane::kComm, start, now(), {{"bucket", bucket}});
+}
+
+bool TraceRecorder::take_start(std::unordered_map<std::size_t, double>& starts, std::size_t key, double& start) {
+  std::lock_guard lock(mutex_);
+  const auto it = starts.find(key);
+  if (it == starts.end()) return false;
+  start = it->second;
+  starts.erase(it);
+  return true;
 }
 
 void TraceRecorder::update_begin() {
@@ -172,12 +175,28 @@ void TraceRecorder::update_begin() {
   update_start_ = t;
 }
 
-void TraceRecorder::update_end() {
+void TraceRecorder::update_end() { close_update("update"); }
+
+void TraceRecorder::close_update(const char* name) {
   if (!recording_ || update_start_ < 0) return;
-  add("update", "update", TraceLane::kCompute, update_start_, now());
+  add(name, name, TraceLane::kCompute, update_start_, now());
   update_start_ = -1;
   updated_ = true;
 }
+
+void TraceRecorder::push_begin(std::size_t shard) {
+  if (!recording_) return;
+  std::lock_guard lock(mutex_);
+  push_start_[shard] = now();
+}
+
+void TraceRecorder::push_end(std::size_t shard) {
+  double start = 0;
+  if (!take_start(push_start_, shard, start)) return;
+  add(fmt::format("push {}", shard), "push", TraceLane::kComm, start, now(), {{"shard", shard}});
+}
+
+void TraceRecorder::pull_end() { close_update("pull"); }
 
 std::vector<TraceEvent> TraceRecorder::events() const {
   std::lock_guard lock(mutex_);

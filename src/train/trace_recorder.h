@@ -5,7 +5,9 @@
 // (autograd nodes, mapped to the layer whose forward made them; ops a composite module runs
 // itself are named by the composite's path and the op, as perfmodel/layer_trace.h names them),
 // each bucket's allreduce on the communication thread and the update (trace_hooks.h), the wait
-// for data before a step and the wait for the buckets before the update.
+// for data before a step and the wait for the buckets before the update; in parameter-server
+// training each shard's push (on the communication lane, though the training thread sends it)
+// and the pull of the next weights in place of the update.
 //
 // The window is the global steps first .. first + count - 1 (the first step, which builds
 // primitives and warms caches, is left out by default), skipping the first step of each epoch
@@ -58,6 +60,10 @@ class TraceRecorder : public Extension,
   void bucket_end(std::size_t bucket) override;
   void update_begin() override;
   void update_end() override;
+  void push_begin(std::size_t shard) override;
+  void push_end(std::size_t shard) override;
+  void pull_begin() override { update_begin(); }
+  void pull_end() override;
 
   std::vector<TraceEvent> events() const;
   // This rank's events as JSON (what gather sends; times from the wall clock's zero), and back.
@@ -75,6 +81,10 @@ class TraceRecorder : public Extension,
   void add(std::string name, std::string category, TraceLane lane, double start, double end,
            nlohmann::json args = nlohmann::json::object());
   void close_backward(double end);
+  // The update's (or, under parameter servers, the pull's) span, from update_begin to now.
+  void close_update(const char* name);
+  // Removes and returns the start recorded under `key` in `starts`; false if none was.
+  bool take_start(std::unordered_map<std::size_t, double>& starts, std::size_t key, double& start);
   void begin_step(std::int64_t step, double at);
 
   std::unordered_map<const Module*, std::string> paths_;
@@ -95,7 +105,8 @@ class TraceRecorder : public Extension,
   double open_start_ = 0, last_backward_end_ = -1, update_start_ = -1;
   double last_forward_end_ = -1;  // the latest leaf forward's or composite op's end
   std::unordered_map<std::size_t, double> bucket_start_;
-  mutable std::mutex mutex_;  // events_ and bucket_start_ (the comm thread adds too)
+  std::unordered_map<std::size_t, double> push_start_;  // parameter-server shards
+  mutable std::mutex mutex_;                            // events_ and bucket_start_ (the comm thread adds too)
   std::vector<TraceEvent> events_;
 };
 

@@ -111,9 +111,9 @@ TEST(Cli, MissingDatasetNamesPathAndPackage) {
 
 TEST(Cli, UnknownOptimizerAndScheduleListValidOnes) {
   if (!has_fashion_mnist()) GTEST_SKIP() << "needs Debian's dataset-fashion-mnist package";
-  CommandResult r = run("train --optimizer lamb --limit 256 --log ''");
+  CommandResult r = run("train --optimizer adagrad --limit 256 --log ''");
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.output.find("valid: sgd, rmsprop, adam"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("valid: sgd, rmsprop, adam, lars, lamb"), std::string::npos) << r.output;
   r = run("train --schedule poly --limit 256 --log ''");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("valid: constant, step, cosine"), std::string::npos) << r.output;
@@ -196,6 +196,45 @@ TEST(Cli, StragglerFlagsAreCheckedAndLogged) {
   // Every step but the first sleeps twice the compute of the step before, counted as forward.
   const nlohmann::json& t = epoch["time"];
   EXPECT_GT(t["forward"].get<double>(), 1.5 * (t["backward"].get<double>() + t["update"].get<double>()));
+}
+
+// --lr is the base batch's rate: linear scaling multiplies it by global / base batch, and the
+// warmup starts at the base batch's rate (1/k of the scaled one).
+TEST(Cli, LargeBatchRateIsScaledAndLogged) {
+  EXPECT_NE(run("train --help").output.find("--lr-scaling"), std::string::npos);
+  if (!has_fashion_mnist()) GTEST_SKIP() << "needs Debian's dataset-fashion-mnist package";
+  CommandResult r = run("train --model mlp --limit 256 --epochs 1 --log '' --lr-scaling linear");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("give --base-batch N"), std::string::npos) << r.output;
+  r = run("train --model mlp --limit 256 --epochs 2 --log '' --warmup-epochs 2");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("is at least the whole run"), std::string::npos) << r.output;
+  r = run("train --model mlp --limit 256 --epochs 1 --log '' --lr-scaling cubic --base-batch 32");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("valid: none, linear, sqrt"), std::string::npos) << r.output;
+  r = run("train --model mlp --limit 256 --epochs 1 --log '' --lr-scaling linear --base-batch -4");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--base-batch must be >= 1"), std::string::npos) << r.output;
+  const std::string log = ::testing::TempDir() + "/dtrain-large-batch.jsonl";
+  r =
+      run("train --model mlp --limit 1024 --epochs 2 --threads 1 --batch 64 --lr 0.05 --lr-scaling linear "
+          "--base-batch 16 --warmup-epochs 1 --schedule constant --log " +
+          log);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("global batch 64: lr 0.2 (linear rule from --lr at batch 16), warmup from 0.25x"),
+            std::string::npos)
+      << r.output;
+  std::ifstream in(log);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  const nlohmann::json config = nlohmann::json::parse(line);
+  EXPECT_EQ(config["global_batch"], 64);
+  EXPECT_EQ(config["base_batch"], 16);
+  EXPECT_DOUBLE_EQ(config["scaled_lr"].get<double>(), 0.2);
+  EXPECT_DOUBLE_EQ(config["warmup_start"].get<double>(), 0.25);
+  nlohmann::json last;
+  while (std::getline(in, line)) last = nlohmann::json::parse(line);
+  EXPECT_NEAR(last["lr"].get<double>(), 0.2, 1e-12) << "after the warmup, the scaled rate";
 }
 
 TEST(Example, ReadmeExampleTrains) {

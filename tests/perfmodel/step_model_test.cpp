@@ -412,6 +412,12 @@ TEST(ParameterServer, ShardsPushedAsBackwardFinishesThem) {
   EXPECT_DOUBLE_EQ(pushes_during_backward(params, backward, 2, 4), 2);    // 1 + 2, then 3 + 2: 2 s exposed
   EXPECT_DOUBLE_EQ(pushes_during_backward(params, backward, 2, 1), 0.5);  // only the last shard's 0.5 s shows
   EXPECT_DOUBLE_EQ(pushes_during_backward(params, backward, 1, 4), 0);    // one shard: final at the end
+  // Each shard's pull asked for with its push: shard 1 pushed 1..3, answered at 4, pulled 4..5
+  // while shard 0 is pushed 3..5 (answered 6, pulled 6..7): a tail of 4 s, not 2 + 1 + 2.
+  EXPECT_DOUBLE_EQ(pulls_during_backward(params, backward, 2, 4, 1, 2), 1);
+  // Shard 1's 0.5 s pull ends at 2, inside backward; shard 0's is the tail.
+  EXPECT_DOUBLE_EQ(pulls_during_backward(params, backward, 2, 1, 0, 1), 0.5);
+  EXPECT_DOUBLE_EQ(pulls_during_backward(params, backward, 1, 4, 1, 2), 0);
   RunConfig c;
   c.workers = 2;
   c.exchange = Exchange::kParameterServer;

@@ -5,7 +5,8 @@ usage: ps_cli_test.py DTRAIN
   BSP with one and with two servers trains what allreduce with the same global batch trains (the
   same test accuracy after an epoch: one arithmetic, to rounding); SSP keeps every clock gap within
   its bound and logs its mode, and with --profile prints the model's global steps/s beside the
-  servers'; ASP runs; bf16 pushes train as f32 ones; bad flags are clear errors before any training.
+  servers'; ASP runs, and its --trace holds every worker's pushes and pulls; compensated momentum
+  is reported; bf16 pushes train as f32 ones; bad flags are clear errors before any training.
 """
 import json, os, re, subprocess, sys, tempfile
 
@@ -62,8 +63,24 @@ def main():
         # Trained, not diverged: well above chance (0.1) after 32 steps; the exact figure depends on
         # the order the pushes arrived in.
         assert ssp[-1]["test_accuracy"] > 0.3, ssp[-1]
-        out, asp = trained(dtrain, 4, ["--mode", "ps", "--sync", "asp"], log)
+        # ASP, 2 workers and 2 servers, traced: every worker's pushes of both shards and its pulls.
+        trace = os.path.join(d, "trace.json")
+        out, asp = trained(dtrain, 4, ["--mode", "ps", "--servers", "2", "--sync", "asp", "--trace", trace,
+                                       "--trace-steps", "4"], log)
         assert asp[-1]["test_accuracy"] > 0.3, (asp[-1], out)
+        assert "each push at lr/2, server momentum 0.9" in out and asp[0]["async_lr"] == "divided", (asp[0], out)
+        with open(trace) as f:
+            events = [e for e in json.load(f)["traceEvents"] if e["ph"] == "X"]
+        for worker in (0, 1):
+            mine = [e for e in events if e["pid"] == worker]
+            pushes = sorted({e["args"]["shard"] for e in mine if e["cat"] == "push"})
+            pulls = [e for e in mine if e["cat"] == "pull"]
+            assert pushes == [0, 1] and len(pulls) == 4, (worker, pushes, len(pulls))
+            assert {"forward", "backward", "step"} <= {e["cat"] for e in mine}, worker
+        assert {e["pid"] for e in events} == {0, 1}, "workers only: the servers record no trace"
+        # Compensated momentum is what the run reports and logs.
+        out, comp = trained(dtrain, 4, ["--mode", "ps", "--sync", "asp", "--async-momentum", "compensate"], log)
+        assert f"server momentum {0.9 - 2 / 3:.3g}" in out and comp[-1]["test_accuracy"] > 0.3, (comp[-1], out)
         # bf16 pushes: the same training as f32 pushes, to the rounding of the gradients.
         out, bf16 = trained(dtrain, 4, ["--mode", "ps", "--sync", "bsp", "--comm-dtype", "bf16"], log)
         assert "pushes in bf16" in out and abs(bf16[-1]["test_accuracy"] - ar[-1]["test_accuracy"]) <= 0.02, (
@@ -80,13 +97,23 @@ def main():
          "--staleness bounds --sync ssp"),
         ([dtrain, "train", "--servers", "2"], "add --mode ps"),
         (MPIRUN + ["-np", "2", dtrain, "train", "--mode", "ps", "--double-buffering"],
-         "--double-buffering is not available with --mode ps"),
+         "with --mode ps use --sync ssp --staleness 1"),
+        (MPIRUN + ["-np", "2", dtrain, "train", "--mode", "ps", "--async-lr", "staleness"],
+         "bsp applies one step per clock"),
+        (MPIRUN + ["-np", "2", dtrain, "train", "--mode", "ps", "--sync", "asp", "--async-lr", "tau"],
+         "unknown --async-lr 'tau'; valid: divided, staleness, full"),
+        (MPIRUN + ["-np", "2", dtrain, "train", "--mode", "ps", "--sync", "asp", "--optimizer", "adam",
+                   "--async-momentum", "compensate"], "--optimizer adam has none to lower"),
+        ([dtrain, "train", "--async-momentum", "compensate"], "add --mode ps"),
+        (MPIRUN + ["-np", "2", dtrain, "train", "--mode", "ps", "--optimizer", "lars"],
+         "a server holds a flat range of the parameters"),
         ([dtrain, "train", "--mode", "sharded"], "unknown --mode 'sharded'; valid: allreduce, ps"),
     ]
     for cmd, message in bad:
         rc, out = run(cmd + ["--limit", "256", "--log", ""], timeout=120)
         assert rc != 0 and message in out, (cmd, rc, out)
-    print("ps_cli: bsp (1 and 2 servers) = allreduce, ssp within its bound, asp trains, 9 errors named")
+    print(f"ps_cli: bsp (1 and 2 servers) = allreduce, ssp within its bound, asp trains and is traced, {len(bad)} errors "
+          "named")
 
 
 if __name__ == "__main__":

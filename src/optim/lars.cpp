@@ -1,0 +1,43 @@
+#include "optim/lars.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace dtrain {
+
+bool layerwise_adapts(const Variable& p, bool adapt_all) { return adapt_all || p.data().shape().rank() >= 2; }
+
+double l2_norm(const Tensor& t) {
+  DT_CHECK(t.dtype() == DType::kF32, "l2_norm of {}", t.describe());
+  const float* x = t.data<float>();
+  double sum = 0;
+  for (std::int64_t i = 0; i < t.numel(); ++i) sum += static_cast<double>(x[i]) * x[i];
+  return std::sqrt(sum);
+}
+
+double Lars::trust_ratio(const Tensor& w, const Tensor& g, double wd, double trust_coefficient) {
+  const double wn = l2_norm(w), gn = l2_norm(g);
+  if (wn == 0 || gn == 0) return 1.0;
+  return trust_coefficient * wn / (gn + wd * wn);
+}
+
+void Lars::update(Tensor& w, const Tensor& g_in, std::span<Tensor> state) {
+  DT_CHECK(w.dtype() == DType::kF32 && w.device().type == DeviceType::kCPU, "lars updates CPU f32 parameters, not {}",
+           w.describe());
+  const Tensor g = g_in.to_layout(w.layout());
+  const bool adapt = layerwise_adapts(params()[current_param()], hyper_.adapt_all);
+  const double wd = adapt ? hyper_.weight_decay : 0.0;
+  const double step = lr() * (adapt ? trust_ratio(w, g, wd, hyper_.trust_coefficient) : 1.0);
+  const double mu = hyper_.momentum;
+  float* pw = w.data<float>();
+  float* pv = state[0].data<float>();
+  const float* pg = g.data<float>();
+  for (std::int64_t i = 0; i < w.numel(); ++i) {
+    const float vn = static_cast<float>(mu * pv[i] - step * (pg[i] + wd * pw[i]));
+    pv[i] = vn;
+    pw[i] += vn;
+  }
+}
+
+}  // namespace dtrain

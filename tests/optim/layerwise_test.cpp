@@ -1,0 +1,140 @@
+// LARS and LAMB (optim/lars.h, optim/lamb.h) against hand computations: the trust ratio, its
+// fallback to 1 at a zero norm, the exclusion of one-dimensional parameters, and the refusal to
+// update part of a parameter.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "optim/lamb.h"
+#include "optim/lars.h"
+#include "optim/optimizer.h"
+
+namespace dtrain {
+namespace {
+
+Variable matrix(const std::vector<float>& v) {  // 2 x (n/2): adapted
+  const auto n = static_cast<std::int64_t>(v.size());
+  return Variable(Tensor::from_vector(v, {2, n / 2}), true);
+}
+
+Variable vector(const std::vector<float>& v) {  // 1-d: a bias or batch-norm parameter
+  const auto n = static_cast<std::int64_t>(v.size());
+  return Variable(Tensor::from_vector(v, {n}), true);
+}
+
+void set_layer_grad(Variable& p, const std::vector<float>& g) { p.set_grad(Tensor::from_vector(g, p.data().shape())); }
+
+OptimizerConfig layerwise_config(const char* name, double lr, double wd) {
+  OptimizerConfig c;
+  c.name = name;
+  c.lr = lr;
+  c.momentum = 0.9;
+  c.weight_decay = wd;
+  c.trust_coefficient = 0.01;
+  c.eps = 1e-6;
+  return c;
+}
+
+TEST(Lars, TwoStepsByHand) {
+  // w = (3, 4): ||w|| = 5; g = (0, 1): ||g|| = 1; wd 0.1, eta 0.01, lr 2, mu 0.9.
+  Variable w = matrix({3, 4});
+  auto opt = make_optimizer(layerwise_config("lars", 2, 0.1), {w});
+  set_layer_grad(w, {0, 1});
+  opt->step();
+  // ratio = 0.01*5/(1 + 0.1*5) = 1/30; d = (0.3, 1.4); v = -2/30*d = (-0.02, -0.0933333)
+  const double v0 = -2.0 / 30 * 0.3, v1 = -2.0 / 30 * 1.4;
+  auto got = w.data().to_vector();
+  EXPECT_NEAR(got[0], 3 + v0, 1e-6);
+  EXPECT_NEAR(got[1], 4 + v1, 1e-6);
+  set_layer_grad(w, {0, 1});
+  opt->step();
+  const double w0 = 3 + v0, w1 = 4 + v1, wn = std::hypot(w0, w1);
+  const double ratio = 0.01 * wn / (1 + 0.1 * wn);
+  const double u0 = 0.9 * v0 - 2 * ratio * (0 + 0.1 * w0), u1 = 0.9 * v1 - 2 * ratio * (1 + 0.1 * w1);
+  got = w.data().to_vector();
+  EXPECT_NEAR(got[0], w0 + u0, 1e-6);
+  EXPECT_NEAR(got[1], w1 + u1, 1e-6);
+}
+
+TEST(Lars, ZeroNormsFallBackToRatioOneAndOneDimensionalParametersAreExcluded) {
+  // A zero-initialised matrix (ratio 1: it must still move) and a 1-d parameter (never adapted
+  // nor decayed): both take the plain momentum step -lr*g.
+  Variable zero = matrix({0, 0});
+  Variable bias = vector({1, 2});
+  auto opt = make_optimizer(layerwise_config("lars", 0.5, 0.1), {zero, bias});
+  set_layer_grad(zero, {1, -1});
+  set_layer_grad(bias, {1, 1});
+  opt->step();
+  EXPECT_EQ(zero.data().to_vector(), (std::vector<float>{-0.5f, 0.5f}));
+  EXPECT_EQ(bias.data().to_vector(), (std::vector<float>{0.5f, 1.5f}));
+  // With --adapt-all the 1-d parameter is adapted and decayed: ratio 0.01*sqrt(5)/(sqrt(2) + 0.1*sqrt(5)).
+  OptimizerConfig all = layerwise_config("lars", 0.5, 0.1);
+  all.adapt_all = true;
+  Variable b2 = vector({1, 2});
+  auto opt2 = make_optimizer(all, {b2});
+  set_layer_grad(b2, {1, 1});
+  opt2->step();
+  const double ratio = 0.01 * std::sqrt(5.0) / (std::sqrt(2.0) + 0.1 * std::sqrt(5.0));
+  EXPECT_NEAR(b2.data().to_vector()[0], 1 - 0.5 * ratio * (1 + 0.1), 1e-7);
+  EXPECT_NEAR(b2.data().to_vector()[1], 2 - 0.5 * ratio * (1 + 0.2), 1e-7);
+  EXPECT_DOUBLE_EQ(Lars::trust_ratio(Tensor::from_vector(std::vector<float>{0.0f}, Shape{1}),
+                                     Tensor::from_vector(std::vector<float>{1.0f}, Shape{1}), 0, 0.001),
+                   1.0);
+}
+
+TEST(Lamb, TwoStepsByHand) {
+  // w = (3, 4), g = (1, 2) then (1, 2); b1 0.9, b2 0.999, eps 1e-6, wd 0.1, lr 0.1.
+  Variable w = matrix({3, 4});
+  auto opt = make_optimizer(layerwise_config("lamb", 0.1, 0.1), {w});
+  std::vector<double> ww{3, 4}, m{0, 0}, v{0, 0};
+  const std::vector<double> g{1, 2};
+  for (int t = 1; t <= 2; ++t) {
+    set_layer_grad(w, {1, 2});
+    opt->step();
+    std::vector<double> r(2);
+    for (int i = 0; i < 2; ++i) {
+      m[i] = 0.9 * m[i] + 0.1 * g[i];
+      v[i] = 0.999 * v[i] + 0.001 * g[i] * g[i];
+      r[i] = (m[i] / (1 - std::pow(0.9, t))) / (std::sqrt(v[i] / (1 - std::pow(0.999, t))) + 1e-6) + 0.1 * ww[i];
+    }
+    const double ratio = std::hypot(ww[0], ww[1]) / std::hypot(r[0], r[1]);
+    for (int i = 0; i < 2; ++i) ww[i] -= 0.1 * ratio * r[i];
+    const auto got = w.data().to_vector();
+    EXPECT_NEAR(got[0], ww[0], 1e-5) << "step " << t;
+    EXPECT_NEAR(got[1], ww[1], 1e-5) << "step " << t;
+  }
+}
+
+TEST(Lamb, ExcludedAndZeroParametersTakeAdamsStep) {
+  // Step 1 of Adam moves each element by lr * g / (|g| + eps) ~ lr * sign(g).
+  Variable bias = vector({1, 2});
+  Variable zero = matrix({0, 0});
+  auto opt = make_optimizer(layerwise_config("lamb", 0.1, 0.1), {bias, zero});
+  set_layer_grad(bias, {1, -2});
+  set_layer_grad(zero, {3, -4});
+  opt->step();
+  EXPECT_NEAR(bias.data().to_vector()[0], 1 - 0.1, 1e-6);
+  EXPECT_NEAR(bias.data().to_vector()[1], 2 + 0.1, 1e-6);
+  EXPECT_NEAR(zero.data().to_vector()[0], -0.1, 1e-6);
+  EXPECT_NEAR(zero.data().to_vector()[1], 0.1, 1e-6);
+}
+
+TEST(Layerwise, PartOfAParameterIsRefusedAndTheWholeIsAllowed) {
+  for (const char* name : {"lars", "lamb"}) {
+    Variable w = matrix({1, 2, 3, 4});
+    auto opt = make_optimizer(layerwise_config(name, 0.1, 0), {w});
+    EXPECT_TRUE(opt->layerwise());
+    set_layer_grad(w, {1, 1, 1, 1});
+    EXPECT_THROW(opt->step_part(0, 2), InputError) << name;
+    EXPECT_NO_THROW(opt->step_part(0, 1)) << name;
+  }
+  OptimizerConfig bad = layerwise_config("lars", 0.1, 0);
+  bad.trust_coefficient = 0;
+  Variable w = matrix({1, 2});
+  EXPECT_THROW(make_optimizer(bad, {w}), InputError);
+}
+
+}  // namespace
+}  // namespace dtrain
