@@ -127,6 +127,7 @@ nlohmann::json config_record(const TrainOptions& o, const Dataset& train, std::i
           {"lr", o.optimizer.lr},
           {"momentum", o.optimizer.momentum},
           {"nesterov", o.optimizer.nesterov},
+          {"momentum_correction", o.optimizer.momentum_correction},
           {"weight_decay", o.optimizer.weight_decay},
           {"schedule", o.schedule.name},
           {"step_epochs", o.schedule.step_epochs},
@@ -305,6 +306,8 @@ int run_train(TrainOptions o) {
   std::unique_ptr<Updater> updater;
   DataParallelUpdater* data_parallel = nullptr;
   if (ps) {
+    // The servers' momentum correction continues from the rate of the step before the resumed one.
+    if (ps_start > 0) optimizer->set_applied_lr(lr_at_iteration(*schedule, ps_start - 1, sampler.batches_per_epoch()));
     auto psu = std::make_unique<ps::PsUpdater>(*model, *optimizer, group.comm->transport(), *ps, ps_start > 0);
     ps_worker = psu.get();
     psu->set_accumulate(o.accumulate);
@@ -432,6 +435,9 @@ Action register_train(CLI::App& app) {
                     "= 0.8: one step of staleness adds momentum of its own)")
           ->capture_default_str();
   t->add_flag("--nesterov", o->optimizer.nesterov, "Nesterov momentum (sgd)");
+  t->add_flag("--no-momentum-correction{false}", o->optimizer.momentum_correction,
+              "sgd: keep the velocity as it is when the rate changes (by default it is rescaled by lr_t / "
+              "lr_{t-1}, Goyal et al. 2017, so the step equals PyTorch's under any schedule)");
   t->add_option("--weight-decay", o->optimizer.weight_decay, "L2 penalty added to every gradient")
       ->capture_default_str();
   t->add_option("--trust-coefficient", o->optimizer.trust_coefficient,

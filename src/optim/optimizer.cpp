@@ -22,6 +22,7 @@ void Optimizer::step() {
     current_ = i;
     update(p.data(), p.grad(), state);
   }
+  applied_lr_ = lr_;
   ++steps_;
 }
 
@@ -64,6 +65,7 @@ void Optimizer::step_ranges(std::span<const Range> ranges) {
     current_ = i;
     update(w_part, storage_range(g, lo, hi), state);
   }
+  applied_lr_ = lr_;
   ++steps_;
 }
 
@@ -126,7 +128,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<
   if (c.name == "sgd") {
     if (c.momentum < 0 || c.momentum >= 1)
       throw InputError(fmt::format("--momentum must be in [0, 1), got {}", c.momentum));
-    return std::make_unique<Sgd>(std::move(params), SgdHyper{c.lr, c.momentum, c.weight_decay, c.nesterov});
+    return std::make_unique<Sgd>(std::move(params), SgdHyper{c.lr, c.momentum, c.weight_decay, c.nesterov},
+                                 c.momentum_correction);
   }
   if (c.name == "rmsprop") {
     return std::make_unique<Rmsprop>(std::move(params), RmspropHyper{c.lr, c.alpha, c.eps, c.weight_decay});

@@ -37,6 +37,10 @@ class Optimizer {
   void zero_grad();
   double lr() const { return lr_; }
   void set_lr(double lr) { lr_ = lr; }
+  // The rate of the last step made (0 before the first): momentum SGD's correction scales its
+  // velocity by lr() / applied_lr(). A resumed run sets it to the rate of the step before it.
+  double applied_lr() const { return applied_lr_; }
+  void set_applied_lr(double lr) { applied_lr_ = lr; }
   std::int64_t steps() const { return steps_; }
   void set_steps(std::int64_t steps) { steps_ = steps; }
   const std::vector<Variable>& params() const { return params_; }
@@ -66,6 +70,7 @@ class Optimizer {
 
   std::vector<Variable> params_;
   double lr_;
+  double applied_lr_ = 0;
   std::int64_t steps_ = 0;
   std::size_t current_ = 0;
   std::vector<std::vector<Tensor>> slots_;  // [slot][param]
@@ -80,6 +85,7 @@ struct OptimizerConfig {
   double alpha = 0.99;  // rmsprop decay
   double beta1 = 0.9, beta2 = 0.999;
   double eps = 1e-8;
+  bool momentum_correction = true;   // sgd: v = mu*(lr_t/lr_{t-1})*v - lr_t*g (Goyal et al. 2017)
   double trust_coefficient = 0.001;  // lars: eta in eta*||w|| / (||g|| + wd*||w||)
   bool adapt_all = false;            // lars, lamb: adapt (and decay) 1-d parameters too: biases, batch norm
 };

@@ -58,6 +58,11 @@ class LinearWarmup : public LrSchedule {
 
 }  // namespace
 
+double lr_at_iteration(const LrSchedule& schedule, std::int64_t iteration, std::int64_t per_epoch) {
+  return schedule.lr(static_cast<double>(iteration / per_epoch) +
+                     static_cast<double>(iteration % per_epoch) / static_cast<double>(per_epoch));
+}
+
 const std::vector<std::string>& schedule_names() {
   static const std::vector<std::string> names{"constant", "step", "cosine"};
   return names;

@@ -2,6 +2,7 @@
 // warmup advances every iteration as Goyal et al. 2017 prescribe, not once per epoch.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ struct ScheduleConfig {
   double warmup_epochs = 0;  // linear warmup from warmup_start_factor * lr over this many epochs
   double warmup_start_factor = 0.1;
 };
+
+// The rate of global step `iteration` with `per_epoch` steps an epoch (the trainer's fractional
+// epoch: epoch + step within it / per_epoch).
+double lr_at_iteration(const LrSchedule& schedule, std::int64_t iteration, std::int64_t per_epoch);
 
 // Throws InputError listing the valid names for an unknown schedule.
 std::unique_ptr<LrSchedule> make_schedule(const ScheduleConfig& config);

@@ -117,8 +117,9 @@ static_assert(sizeof(PullRequest) == 24);
 struct StateHeader {
   std::int64_t optimizer_steps = 0;  // Optimizer::steps() (Adam's bias correction counts them)
   std::int64_t slots = 0;            // state slots after the weights (0: a fresh optimizer)
+  double applied_lr = 0;             // the workers' rate of the last step (momentum correction)
 };
-static_assert(sizeof(StateHeader) == 16);
+static_assert(sizeof(StateHeader) == 24);
 
 struct StatsHeader {
   std::int64_t bytes = 0;  // of the JSON text that follows; 0: a keep-alive, nothing follows

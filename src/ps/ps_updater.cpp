@@ -68,6 +68,7 @@ void PsUpdater::push(int k) {
 OptimizerShards PsUpdater::optimizer_shards() {
   OptimizerShards out;
   out.steps = optimizer_.steps();
+  out.applied_lr = optimizer_.applied_lr();
   const auto state = optimizer_.state();  // slot-major: every parameter's tensor of slot 0, then 1, ...
   DT_CHECK(state.size() % params_.size() == 0, "{} optimizer state tensors for {} parameters", state.size(),
            params_.size());

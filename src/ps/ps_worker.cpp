@@ -110,7 +110,8 @@ void PsWorker::start(std::span<float* const> params, const OptimizerShards* stat
   started_ = true;
   if (transport_.rank() == 0) {
     const StateHeader header{state != nullptr ? state->steps : 0,
-                             state != nullptr ? static_cast<std::int64_t>(state->slots.size()) : 0};
+                             state != nullptr ? static_cast<std::int64_t>(state->slots.size()) : 0,
+                             state != nullptr ? state->applied_lr : 0.0};
     // Per server: its shard of the weights, then of each slot.
     std::vector<std::vector<float>> init(static_cast<std::size_t>(config_.servers));
     for (int k = 0; k < config_.servers; ++k) {
@@ -157,7 +158,10 @@ void PsWorker::snapshot(std::span<float* const> params, OptimizerShards& state) 
     std::memcpy(static_cast<void*>(&h), reply.data(), sizeof h);
     DT_CHECK(h.slots == static_cast<std::int64_t>(slots), "server {} holds {} optimizer slots, worker 0 {}", k, h.slots,
              slots);
-    if (k == 0) state.steps = h.optimizer_steps;
+    if (k == 0) {
+      state.steps = h.optimizer_steps;
+      state.applied_lr = h.applied_lr;
+    }
     const auto n = static_cast<std::size_t>(sharding_.range(k).size());
     const auto data = std::span<const float>(reply).subspan(kHeaderFloats);
     sharding_.scatter(k, data.first(n), params);

@@ -33,6 +33,7 @@ namespace dtrain::ps {
 // tensors' order).
 struct OptimizerShards {
   std::int64_t steps = 0;
+  double applied_lr = 0;                   // Optimizer::applied_lr(): the workers' rate of the last step
   std::vector<std::vector<float*>> slots;  // [slot][tensor]
 };
 

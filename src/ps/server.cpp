@@ -51,8 +51,12 @@ ParameterServer::ParameterServer(comm::Transport& transport, const PsConfig& con
   range_ = shard_range(total_elements, config_.servers, index_);
   n_ = range_.size();
   weights_ = Variable(Tensor::zeros({n_}), true);
-  optimizer_ = make_optimizer(
-      server_optimizer(optimizer, config_.async_momentum, sync_mode_name(config_.sync), config_.workers), {weights_});
+  OptimizerConfig rule =
+      server_optimizer(optimizer, config_.async_momentum, sync_mode_name(config_.sync), config_.workers);
+  // A rate that follows each push's staleness is no schedule: momentum correction would scale the
+  // velocity by the ratio of two pushes' taus.
+  if (config_.sync != SyncMode::kBsp && config_.async_lr == AsyncLr::kStaleness) rule.momentum_correction = false;
+  optimizer_ = make_optimizer(rule, {weights_});
   const auto workers = static_cast<std::size_t>(config_.workers);
   push_buf_.assign(workers, std::vector<float>(kHeaderFloats + push_payload_floats(n_, config_.wire)));
   if (config_.wire != DType::kF32) widened_.assign(workers, std::vector<float>(static_cast<std::size_t>(n_)));
@@ -144,6 +148,7 @@ void ParameterServer::apply_push(int w) {
   const std::int64_t tau = gate_.record_apply(w, h.clock, version_);
   weights_.set_grad(Tensor::over_external(gradient(w), Shape{n_}));
   optimizer_->set_lr(per_push_lr(config_.async_lr, h.lr, config_.workers, tau));
+  applied_workers_lr_ = h.lr;
   optimizer_->step();
   ++version_;
   ++gradients_;
@@ -178,6 +183,7 @@ bool ParameterServer::apply_bsp_clock() {
   }
   weights_.set_grad(Tensor::over_external(sum_.data(), Shape{n_}));
   optimizer_->set_lr(h.lr);
+  applied_workers_lr_ = h.lr;
   optimizer_->step();
   ++version_;
   gradients_ += count;
@@ -309,7 +315,7 @@ void ParameterServer::send_snapshot(int w) {
   const auto n = static_cast<std::size_t>(n_);
   constexpr std::size_t kStateFloats = sizeof(StateHeader) / sizeof(float);
   snapshot_buf_.resize(kStateFloats + n * (1 + state.size()));
-  const StateHeader h{optimizer_->steps(), static_cast<std::int64_t>(state.size())};
+  const StateHeader h{optimizer_->steps(), static_cast<std::int64_t>(state.size()), applied_workers_lr_};
   std::memcpy(static_cast<void*>(snapshot_buf_.data()), &h, sizeof h);
   std::memcpy(snapshot_buf_.data() + kStateFloats, weights_.data().raw_data(), n * sizeof(float));
   for (std::size_t slot = 0; slot < state.size(); ++slot) {
@@ -335,6 +341,11 @@ void ParameterServer::receive_initial_state() {
     std::memcpy(state[slot].second.raw_data(), init.data() + n * (1 + slot), n * sizeof(float));
   }
   optimizer_->set_steps(h.optimizer_steps);
+  applied_workers_lr_ = h.applied_lr;
+  // The optimizer's own last rate: the workers' as this rule applies it (staleness-aware pushes
+  // run without the correction).
+  optimizer_->set_applied_lr(
+      config_.sync == SyncMode::kBsp ? h.applied_lr : per_push_lr(config_.async_lr, h.applied_lr, config_.workers, 1));
 }
 
 void ParameterServer::run() {

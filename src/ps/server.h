@@ -94,7 +94,8 @@ class ParameterServer {
   Variable weights_;
   std::unique_ptr<Optimizer> optimizer_;
   ClockGate gate_;
-  std::int64_t version_ = 0;  // optimizer steps made
+  std::int64_t version_ = 0;       // optimizer steps made
+  double applied_workers_lr_ = 0;  // the workers' rate of the last push applied (for snapshots)
 
   // Per worker: the push buffer (PushHeader, then n_ floats), the request and reply buffers.
   std::vector<std::vector<float>> push_buf_;

@@ -52,6 +52,9 @@ struct WeightGrads {
 struct SgdHyper {
   double lr = 0.01, momentum = 0.9, weight_decay = 0.0;
   bool nesterov = false;
+  // Goyal et al. 2017's momentum correction: v = mu * velocity_scale * v - lr * g, with
+  // velocity_scale = lr_t / lr_{t-1} (optim/sgd.h).
+  double velocity_scale = 1.0;
 };
 struct RmspropHyper {
   double lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0.0;
@@ -110,8 +113,8 @@ class Backend {
                                                        double eps) = 0;
   virtual Tensor batch_norm_forward_inference(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                               const Tensor& mean, const Tensor& var, double eps) = 0;
-  virtual BatchNormGrads batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
-                                             const Tensor& mean, const Tensor& var, double eps) = 0;
+  virtual BatchNormGrads batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& mean,
+                                             const Tensor& var, double eps) = 0;
 
   // --- softmax cross-entropy, mean over the batch: logits [N, K] (plain), labels i32 [N] ---
   // Returns the loss as a one-element tensor; `probs` receives softmax(logits).

@@ -26,6 +26,10 @@ TrainerState Trainer::run() {
   s.epoch = s.iteration / s.iterations_per_epoch;
   std::int64_t skip = s.iteration % s.iterations_per_epoch;  // steps of a resumed epoch already done
   s.epoch_iteration = skip;
+  if (s.iteration > 0) {
+    // The rate of the step before the first one run here, for momentum SGD's correction.
+    optimizer_.set_applied_lr(lr_at_iteration(schedule_, s.iteration - 1, s.iterations_per_epoch));
+  }
   s.start_time = now_seconds();
   for (auto& e : extensions_) e->on_start(s);
   for (; s.epoch < s.epochs; ++s.epoch) {
@@ -44,8 +48,8 @@ TrainerState Trainer::run() {
     skip = 0;
     Loader loader(data_, std::move(batches), s.epoch, options_.loader);
     while (auto batch = loader.next()) {
-      const double progress =
-          static_cast<double>(s.epoch) + static_cast<double>(s.epoch_iteration) / static_cast<double>(s.iterations_per_epoch);
+      const double progress = static_cast<double>(s.epoch) +
+                              static_cast<double>(s.epoch_iteration) / static_cast<double>(s.iterations_per_epoch);
       s.lr = schedule_.lr(progress);
       optimizer_.set_lr(s.lr);
       s.last = updater_.update(*batch, s.iteration);

@@ -30,13 +30,13 @@ void CpuBackend::sgd_update(Tensor& w, const Tensor& g_in, Tensor& v, const SgdH
   float* pv = v.data<float>();
   const float* pg = g.data<float>();
   const std::int64_t n = w.numel();
-  const double lr = h.lr, mu = h.momentum, wd = h.weight_decay;
+  const double lr = h.lr, mu = h.momentum, wd = h.weight_decay, decay = h.momentum * h.velocity_scale;
   // NOLINTNEXTLINE(bugprone-branch-clone): clang-tidy 14 compares the two OpenMP regions, not their loops
   if (h.nesterov) {
 #pragma omp parallel for simd schedule(static) if (parallel : n > kUpdateParallelMin)
     for (std::int64_t i = 0; i < n; ++i) {
       const double grad = pg[i] + wd * pw[i];
-      const float vn = static_cast<float>(mu * pv[i] - lr * grad);
+      const float vn = static_cast<float>(decay * pv[i] - lr * grad);
       pv[i] = vn;
       pw[i] += static_cast<float>(mu * vn - lr * grad);
     }
@@ -44,7 +44,7 @@ void CpuBackend::sgd_update(Tensor& w, const Tensor& g_in, Tensor& v, const SgdH
 #pragma omp parallel for simd schedule(static) if (parallel : n > kUpdateParallelMin)
     for (std::int64_t i = 0; i < n; ++i) {
       const double grad = pg[i] + wd * pw[i];
-      const float vn = static_cast<float>(mu * pv[i] - lr * grad);
+      const float vn = static_cast<float>(decay * pv[i] - lr * grad);
       pv[i] = vn;
       pw[i] += vn;
     }

@@ -15,7 +15,7 @@ void ReferenceBackend::sgd_update(Tensor& w, const Tensor& g_in, Tensor& v, cons
     const T* pg = g.data<T>();
     for (std::int64_t i = 0; i < w.numel(); ++i) {
       const double grad = pg[i] + h.weight_decay * pw[i];
-      pv[i] = static_cast<T>(h.momentum * pv[i] - h.lr * grad);
+      pv[i] = static_cast<T>(h.momentum * h.velocity_scale * pv[i] - h.lr * grad);
       pw[i] += static_cast<T>(h.nesterov ? h.momentum * pv[i] - h.lr * grad : pv[i]);
     }
   });
