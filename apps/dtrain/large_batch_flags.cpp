@@ -17,9 +17,35 @@ void add_large_batch_flags(CLI::App& command, LargeBatchFlags& flags) {
       ->capture_default_str();
   command.add_option("--base-batch", flags.base_batch,
                      "The global batch --lr was tuned for (default: this run's, so nothing is scaled)");
+  command
+      .add_option("--zero-gamma", flags.zero_gamma,
+                  "Start each residual block's last batch-norm scale at 0 (Goyal et al.): on, off, or auto (on with "
+                  "--lr-scaling linear|sqrt)")
+      ->capture_default_str();
+  command
+      .add_option("--decay-bn-bias", flags.decay_bn_bias,
+                  "Weight decay on biases and batch-norm parameters (sgd, rmsprop, adam): on, off, or auto (off with "
+                  "--lr-scaling linear|sqrt, as Goyal et al.)")
+      ->capture_default_str();
   command.add_option("--warmup-start", flags.warmup_start,
                      "--warmup-epochs starts at this factor of the rate (default: 1/k with --base-batch, k = global "
                      "batch / base batch, as Goyal et al.; else 0.1)");
+}
+
+namespace {
+
+// on / off / auto (the recipe's choice where the rate is scaled).
+bool recipe_choice(const std::string& value, const char* flag, bool scaled, bool recipe) {
+  if (value == "on") return true;
+  if (value == "off") return false;
+  if (value == "auto") return scaled ? recipe : !recipe;
+  throw InputError(fmt::format("{} must be on, off or auto, got '{}'", flag, value));
+}
+
+}  // namespace
+
+bool wants_zero_gamma(const LargeBatchFlags& f) {
+  return recipe_choice(f.zero_gamma, "--zero-gamma", parse_lr_scaling(f.lr_scaling) != LrScaling::kNone, true);
 }
 
 nlohmann::json apply_large_batch(const LargeBatchFlags& f, std::int64_t global_batch, std::int64_t epochs,
@@ -48,11 +74,14 @@ nlohmann::json apply_large_batch(const LargeBatchFlags& f, std::int64_t global_b
                     "reach --lr; warm up for fewer epochs",
                     schedule.warmup_epochs, epochs));
   }
+  optimizer.decay_1d = recipe_choice(f.decay_bn_bias, "--decay-bn-bias", rule != LrScaling::kNone, false);
   return {{"global_batch", global_batch},
           {"base_batch", base},
           {"lr_scaling", lr_scaling_name(rule)},
           {"scaled_lr", optimizer.lr},
-          {"warmup_start", schedule.warmup_start_factor}};
+          {"warmup_start", schedule.warmup_start_factor},
+          {"zero_gamma", wants_zero_gamma(f)},
+          {"decay_bn_bias", optimizer.decay_1d}};
 }
 
 }  // namespace dtrain::cli

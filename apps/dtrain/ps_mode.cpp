@@ -71,9 +71,15 @@ std::optional<ps::PsConfig> ps_config(const PsFlags& f, const ProcessGroup& grou
   c.async_momentum = ps::parse_async_momentum(f.async_momentum);
   c.validate(group.size);
   if (optimizer.name == "lars" || optimizer.name == "lamb") {
-    throw InputError(fmt::format("--optimizer {} scales each layer by its whole norm, and a server holds a flat range "
-                                 "of the parameters, not layers: use --mode allreduce with it",
-                                 optimizer.name));
+    throw InputError(
+        fmt::format("--optimizer {} scales each layer by its whole norm, and a server holds a flat range "
+                    "of the parameters, not layers: use --mode allreduce with it",
+                    optimizer.name));
+  }
+  if (!optimizer.decay_1d) {
+    throw InputError(
+        "--decay-bn-bias off tells biases and batch-norm parameters from weights by their shape, and a server holds "
+        "a flat range of the parameters: with --mode ps give --decay-bn-bias on");
   }
   // Every rank checks what the servers will run, so a bad combination stops them all alike.
   (void)ps::server_optimizer(optimizer, c.async_momentum, ps::sync_mode_name(c.sync), c.workers);

@@ -15,6 +15,7 @@
 #include "core/threads.h"
 #include "data/augment.h"
 #include "data/dataset.h"
+#include "nn/init.h"
 #include "nn/models/models.h"
 #include "nn/summary.h"
 #include "optim/optimizer.h"
@@ -203,6 +204,7 @@ int run_train(TrainOptions o) {
   Rng rng(o.seed);
   const ModelInput input{train.channels, train.height, train.width, train.num_classes};
   auto model = make_model(o.model, input, rng);
+  if (wants_zero_gamma(o.large_batch)) init::zero_residual_gammas(*model);
   auto optimizer = make_optimizer(o.optimizer, model->parameters());
   const Shape sample{input.channels, input.height, input.width};
   const SlowdownConfig slowdown = slowdown_config(o.slowdown, workers, o.seed);

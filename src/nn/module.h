@@ -39,6 +39,9 @@ class Module {
   const std::string& type() const { return type_; }
   // True for modules with no children (the layers the performance model costs).
   bool is_leaf() const { return children_.empty(); }
+  // A residual block's last normalisation on its branch (before the shortcut's add), or null:
+  // Goyal et al.'s zero-gamma starts the block as the identity by zeroing its scale.
+  virtual const Module* residual_branch_norm() const { return nullptr; }
 
   std::vector<std::pair<std::string, Variable>> named_parameters() const;
   std::vector<Variable> parameters() const;

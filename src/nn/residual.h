@@ -13,6 +13,7 @@ class BasicBlock : public Module {
  public:
   BasicBlock(std::int64_t in_channels, std::int64_t out_channels, std::int64_t stride, Rng& rng);
   Variable forward(const Variable& x) override;
+  const Module* residual_branch_norm() const override { return b2_.get(); }
 
  private:
   std::shared_ptr<Conv2d> c1_, c2_;

@@ -15,6 +15,7 @@ class Adam : public Optimizer {
   void update(Tensor& w, const Tensor& g, std::span<Tensor> state) override {
     AdamHyper h = hyper_;
     h.lr = lr();
+    if (!decays_current()) h.weight_decay = 0;
     h.step = steps() + 1;
     dispatch(w).adam_update(w, g, state[0], state[1], h);
   }

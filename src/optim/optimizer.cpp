@@ -79,6 +79,8 @@ void Optimizer::step_part(int part, int parts) {
   step_ranges(ranges);
 }
 
+bool Optimizer::decays_current() const { return decay_1d_ || params_[current_].data().shape().rank() >= 2; }
+
 void Optimizer::zero_grad() {
   for (Variable& p : params_) p.zero_grad();
 }
@@ -123,7 +125,9 @@ const std::vector<std::string>& optimizer_names() {
   return names;
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<Variable> params) {
+namespace {
+
+std::unique_ptr<Optimizer> make_named(const OptimizerConfig& c, std::vector<Variable> params) {
   if (c.weight_decay < 0) throw InputError(fmt::format("--weight-decay must be >= 0, got {}", c.weight_decay));
   if (c.name == "sgd") {
     if (c.momentum < 0 || c.momentum >= 1)
@@ -158,6 +162,14 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<
                                   LambHyper{c.lr, c.beta1, c.beta2, c.eps, c.weight_decay, c.adapt_all});
   }
   throw InputError(fmt::format("unknown optimizer '{}'; valid: {}", c.name, fmt::join(optimizer_names(), ", ")));
+}
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<Variable> params) {
+  std::unique_ptr<Optimizer> o = make_named(c, std::move(params));
+  o->set_decay_1d(c.decay_1d);
+  return o;
 }
 
 }  // namespace dtrain

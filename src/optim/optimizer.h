@@ -35,6 +35,7 @@ class Optimizer {
   // numel*(part+1)/parts).
   void step_part(int part, int parts);
   void zero_grad();
+  void set_decay_1d(bool on) { decay_1d_ = on; }
   double lr() const { return lr_; }
   void set_lr(double lr) { lr_ = lr; }
   // The rate of the last step made (0 before the first): momentum SGD's correction scales its
@@ -62,6 +63,10 @@ class Optimizer {
   virtual void update(Tensor& w, const Tensor& g, std::span<Tensor> state) = 0;
   // The index in params() of the parameter update() is called for.
   std::size_t current_param() const { return current_; }
+  // Whether weight decay applies to the parameter update() is called for: every parameter, or with
+  // decay_1d off (Goyal et al. 2017, section 5.1) only those of two or more dimensions, not biases
+  // and batch-norm scales and shifts.
+  bool decays_current() const;
   // Names of the state slots each parameter has ("momentum"; Adam: "m", "v").
   virtual std::vector<std::string> slot_names() const = 0;
 
@@ -73,6 +78,7 @@ class Optimizer {
   double applied_lr_ = 0;
   std::int64_t steps_ = 0;
   std::size_t current_ = 0;
+  bool decay_1d_ = true;
   std::vector<std::vector<Tensor>> slots_;  // [slot][param]
 };
 
@@ -85,7 +91,9 @@ struct OptimizerConfig {
   double alpha = 0.99;  // rmsprop decay
   double beta1 = 0.9, beta2 = 0.999;
   double eps = 1e-8;
-  bool momentum_correction = true;   // sgd: v = mu*(lr_t/lr_{t-1})*v - lr_t*g (Goyal et al. 2017)
+  bool momentum_correction = true;
+  bool decay_1d = true;  // sgd, rmsprop, adam: weight decay on biases and batch-norm parameters too   // sgd: v =
+                         // mu*(lr_t/lr_{t-1})*v - lr_t*g (Goyal et al. 2017)
   double trust_coefficient = 0.001;  // lars: eta in eta*||w|| / (||g|| + wd*||w||)
   bool adapt_all = false;            // lars, lamb: adapt (and decay) 1-d parameters too: biases, batch norm
 };

@@ -15,6 +15,7 @@ class Rmsprop : public Optimizer {
   void update(Tensor& w, const Tensor& g, std::span<Tensor> state) override {
     RmspropHyper h = hyper_;
     h.lr = lr();
+    if (!decays_current()) h.weight_decay = 0;
     dispatch(w).rmsprop_update(w, g, state[0], h);
   }
   std::vector<std::string> slot_names() const override { return {"square_avg"}; }

@@ -25,6 +25,7 @@ class Sgd : public Optimizer {
   void update(Tensor& w, const Tensor& g, std::span<Tensor> state) override {
     SgdHyper h = hyper_;
     h.lr = lr();
+    if (!decays_current()) h.weight_decay = 0;
     if (correction_ && applied_lr() > 0) h.velocity_scale = lr() / applied_lr();
     dispatch(w).sgd_update(w, g, state[0], h);
   }

@@ -215,6 +215,9 @@ TEST(Cli, LargeBatchRateIsScaledAndLogged) {
   r = run("train --model mlp --limit 256 --epochs 1 --log '' --lr-scaling linear --base-batch -4");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("--base-batch must be >= 1"), std::string::npos) << r.output;
+  r = run("train --model mlp --limit 256 --epochs 1 --log '' --zero-gamma yes");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.output.find("--zero-gamma must be on, off or auto, got 'yes'"), std::string::npos) << r.output;
   const std::string log = ::testing::TempDir() + "/dtrain-large-batch.jsonl";
   r =
       run("train --model mlp --limit 1024 --epochs 2 --threads 1 --batch 64 --lr 0.05 --lr-scaling linear "
@@ -232,6 +235,8 @@ TEST(Cli, LargeBatchRateIsScaledAndLogged) {
   EXPECT_EQ(config["base_batch"], 16);
   EXPECT_DOUBLE_EQ(config["scaled_lr"].get<double>(), 0.2);
   EXPECT_DOUBLE_EQ(config["warmup_start"].get<double>(), 0.25);
+  EXPECT_EQ(config["zero_gamma"], true) << "Goyal et al.'s recipe where the rate is scaled";
+  EXPECT_EQ(config["decay_bn_bias"], false);
   nlohmann::json last;
   while (std::getline(in, line)) last = nlohmann::json::parse(line);
   EXPECT_NEAR(last["lr"].get<double>(), 0.2, 1e-12) << "after the warmup, the scaled rate";

@@ -1,7 +1,14 @@
+#include "nn/models/models.h"
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "autograd/ops.h"
-#include "nn/models/models.h"
+#include "nn/init.h"
 
 namespace dtrain {
 namespace {
@@ -54,6 +61,38 @@ TEST(Models, EvalUsesRunningStatistics) {
       for (float v : buf.to_vector()) EXPECT_EQ(v, 0.0f) << name << " changed in eval mode";
     }
   }
+}
+
+}  // namespace
+}  // namespace dtrain
+
+namespace dtrain {
+namespace {
+
+// Zero-gamma (Goyal et al.): the last batch norm of each residual branch, and only those.
+TEST(Models, ZeroGammaZeroesEachResidualBranchsLastScale) {
+  Rng rng(0);
+  for (const auto& [name, blocks] : std::vector<std::pair<std::string, std::int64_t>>{{"resnet20", 9}, {"lenet", 0}}) {
+    auto model = make_model(name, {1, 28, 28, 10}, rng);
+    EXPECT_EQ(init::zero_residual_gammas(*model), blocks) << name;
+    std::int64_t zero = 0, one = 0;
+    for (const auto& [path, p] : model->named_parameters()) {
+      if (path.size() < 7 || path.substr(path.size() - 7) != ".weight" || p.data().shape().rank() != 1) continue;
+      const auto v = p.data().to_vector();
+      const bool all_zero = std::all_of(v.begin(), v.end(), [](float x) { return x == 0; });
+      (all_zero ? zero : one) += 1;
+      if (all_zero) {
+        EXPECT_NE(path.find(".b2.weight"), std::string::npos) << path;
+      }
+    }
+    EXPECT_EQ(zero, blocks) << name;
+    if (blocks > 0) {
+      EXPECT_GT(one, blocks) << "the other batch norms keep scale 1";
+    }
+  }
+  Rng rng50(0);
+  auto resnet50 = make_model("resnet50", {3, 224, 224, 1000}, rng50);
+  EXPECT_EQ(init::zero_residual_gammas(*resnet50), 16) << "one per bottleneck (bn3)";
 }
 
 }  // namespace

@@ -138,3 +138,32 @@ TEST(Layerwise, PartOfAParameterIsRefusedAndTheWholeIsAllowed) {
 
 }  // namespace
 }  // namespace dtrain
+
+namespace dtrain {
+namespace {
+
+// Goyal et al.: no weight decay on biases and batch-norm parameters (one-dimensional), in every
+// element-wise optimizer, when decay_1d is off.
+TEST(WeightDecay, OneDimensionalParametersAreLeftOutWhenAsked) {
+  for (const char* name : {"sgd", "rmsprop", "adam"}) {
+    for (bool decay_1d : {true, false}) {
+      Variable w = matrix({1, 2});
+      Variable b = vector({1, 2});
+      OptimizerConfig c = layerwise_config(name, 0.1, 0.5);
+      c.decay_1d = decay_1d;
+      auto opt = make_optimizer(c, {w, b});
+      set_layer_grad(w, {0, 0});
+      set_layer_grad(b, {0, 0});
+      opt->step();
+      EXPECT_LT(w.data().to_vector()[1], 2.0f) << name << ": a matrix always decays";
+      if (decay_1d) {
+        EXPECT_LT(b.data().to_vector()[1], 2.0f) << name;
+      } else {
+        EXPECT_EQ(b.data().to_vector(), (std::vector<float>{1, 2})) << name << ": with a zero gradient it stays";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dtrain

@@ -60,6 +60,7 @@ class Bottleneck : public Module {
     add_->set_shortcut(downsample_ ? (*downsample_)(x) : x);
     return (*relu_)((*add_)(o));
   }
+  const Module* residual_branch_norm() const override { return bn3_.get(); }
 
  private:
   std::shared_ptr<Conv2d> conv1_, conv2_, conv3_;
