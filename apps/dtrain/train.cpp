@@ -65,6 +65,7 @@ struct TrainOptions {
   SlowdownFlags slowdown;
   PsFlags ps;
   LargeBatchFlags large_batch;
+  double label_smoothing = 0;
 };
 
 // Every rank's string on every rank, through the communication thread (for the trace).
@@ -129,6 +130,7 @@ nlohmann::json config_record(const TrainOptions& o, const Dataset& train, std::i
           {"momentum", o.optimizer.momentum},
           {"nesterov", o.optimizer.nesterov},
           {"momentum_correction", o.optimizer.momentum_correction},
+          {"label_smoothing", o.label_smoothing},
           {"weight_decay", o.optimizer.weight_decay},
           {"schedule", o.schedule.name},
           {"step_epochs", o.schedule.step_epochs},
@@ -329,6 +331,7 @@ int run_train(TrainOptions o) {
     }
     updater = std::make_unique<StandardUpdater>(*model, *optimizer);
   }
+  updater->set_label_smoothing(o.label_smoothing);
   updater = with_slowdown(std::move(updater), slowdown, group.rank);
   // After the data-parallel updater, whose start-up broadcast of rank 0's batch-norm statistics
   // would otherwise overwrite the other ranks' restored ones.
@@ -442,6 +445,10 @@ Action register_train(CLI::App& app) {
               "lr_{t-1}, Goyal et al. 2017, so the step equals PyTorch's under any schedule)");
   t->add_option("--weight-decay", o->optimizer.weight_decay, "L2 penalty added to every gradient")
       ->capture_default_str();
+  t->add_option("--label-smoothing", o->label_smoothing,
+                "Train against (1 - s) onehot + s / classes (Szegedy et al. 2016); evaluation's loss stays plain")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.999));
   t->add_option("--trust-coefficient", o->optimizer.trust_coefficient,
                 "lars: eta of the trust ratio eta*||w|| / (||g|| + wd*||w||) (You et al. 2017)")
       ->capture_default_str();

@@ -102,7 +102,7 @@ void DataParallelUpdater::forward_backward(const Batch& batch, std::int64_t iter
     const Tensor y = k == 1 ? batch.y : batch.y.slice_rows(lo, hi);
     Stopwatch sw;
     Variable logits = model_(Variable(x));
-    Variable loss = ops::softmax_cross_entropy(logits, y);
+    Variable loss = ops::softmax_cross_entropy(logits, y, label_smoothing());
     const double value = loss.data().item();
     if (!std::isfinite(value)) {
       throw NumericError(fmt::format(

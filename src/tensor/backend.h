@@ -117,10 +117,15 @@ class Backend {
                                              const Tensor& var, double eps) = 0;
 
   // --- softmax cross-entropy, mean over the batch: logits [N, K] (plain), labels i32 [N] ---
+  // Against the smoothed target q = (1 - s) onehot(label) + s / K (label smoothing, Szegedy et al.
+  // 2016; s = 0: plain cross-entropy): loss = mean_n sum_k -q_k log softmax(z)_k
+  //   = mean_n [(1 - s)(-log p_label) + s (log sum exp z - mean_k z)].
   // Returns the loss as a one-element tensor; `probs` receives softmax(logits).
-  virtual Tensor softmax_cross_entropy_forward(const Tensor& logits, const Tensor& labels, Tensor& probs) = 0;
-  // d loss / d logits = (probs - onehot(labels)) * dloss / N
-  virtual Tensor softmax_cross_entropy_backward(const Tensor& probs, const Tensor& labels, double dloss) = 0;
+  virtual Tensor softmax_cross_entropy_forward(const Tensor& logits, const Tensor& labels, double smoothing,
+                                               Tensor& probs) = 0;
+  // d loss / d logits = (probs - q) * dloss / N
+  virtual Tensor softmax_cross_entropy_backward(const Tensor& probs, const Tensor& labels, double smoothing,
+                                                double dloss) = 0;
   virtual std::int64_t count_correct(const Tensor& logits, const Tensor& labels) = 0;
 
   // --- optimizer updates, in place (w, state and g share shape and layout) ---

@@ -11,7 +11,7 @@ namespace dtrain {
 Variable StandardUpdater::forward_loss(const Batch& batch, std::int64_t iteration, StepResult& r) {
   Stopwatch sw;
   Variable logits = model_(Variable(batch.x));
-  Variable loss = ops::softmax_cross_entropy(logits, batch.y);
+  Variable loss = ops::softmax_cross_entropy(logits, batch.y, label_smoothing());
   r.loss = loss.data().item();
   r.correct = ops::count_correct(logits.data(), batch.y);
   r.samples = batch.y.numel();

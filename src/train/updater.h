@@ -25,6 +25,12 @@ class Updater {
   virtual StepResult update(const Batch& batch, std::int64_t iteration) = 0;
   // Work still in flight at the end of an epoch or of training (double buffering) is finished.
   virtual void flush() {}
+  // The training loss's label smoothing s (ops::softmax_cross_entropy; evaluation stays plain).
+  void set_label_smoothing(double s) { label_smoothing_ = s; }
+  double label_smoothing() const { return label_smoothing_; }
+
+ private:
+  double label_smoothing_ = 0;
 };
 
 // Forward, softmax cross-entropy, backward, optimizer step. A loss that is NaN or infinite stops

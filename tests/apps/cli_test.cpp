@@ -215,13 +215,16 @@ TEST(Cli, LargeBatchRateIsScaledAndLogged) {
   r = run("train --model mlp --limit 256 --epochs 1 --log '' --lr-scaling linear --base-batch -4");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("--base-batch must be >= 1"), std::string::npos) << r.output;
+  r = run("train --model mlp --limit 256 --epochs 1 --log '' --label-smoothing 1");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--label-smoothing"), std::string::npos) << r.output;
   r = run("train --model mlp --limit 256 --epochs 1 --log '' --zero-gamma yes");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.output.find("--zero-gamma must be on, off or auto, got 'yes'"), std::string::npos) << r.output;
   const std::string log = ::testing::TempDir() + "/dtrain-large-batch.jsonl";
   r =
       run("train --model mlp --limit 1024 --epochs 2 --threads 1 --batch 64 --lr 0.05 --lr-scaling linear "
-          "--base-batch 16 --warmup-epochs 1 --schedule constant --log " +
+          "--base-batch 16 --warmup-epochs 1 --schedule constant --label-smoothing 0.1 --log " +
           log);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("global batch 64: lr 0.2 (linear rule from --lr at batch 16), warmup from 0.25x"),
@@ -237,6 +240,7 @@ TEST(Cli, LargeBatchRateIsScaledAndLogged) {
   EXPECT_DOUBLE_EQ(config["warmup_start"].get<double>(), 0.25);
   EXPECT_EQ(config["zero_gamma"], true) << "Goyal et al.'s recipe where the rate is scaled";
   EXPECT_EQ(config["decay_bn_bias"], false);
+  EXPECT_DOUBLE_EQ(config["label_smoothing"].get<double>(), 0.1);
   nlohmann::json last;
   while (std::getline(in, line)) last = nlohmann::json::parse(line);
   EXPECT_NEAR(last["lr"].get<double>(), 0.2, 1e-12) << "after the warmup, the scaled rate";

@@ -1,8 +1,13 @@
 // Double-precision finite-difference gradient checks of every op (reference kernels, f64).
+#include "autograd/gradcheck.h"
+
 #include <gtest/gtest.h>
 
-#include "autograd/gradcheck.h"
+#include <cmath>
+#include <vector>
+
 #include "autograd/ops.h"
+#include "core/error.h"
 #include "test_util.h"
 
 namespace dtrain {
@@ -58,13 +63,14 @@ TEST_P(ConvGradcheck, MatchesFiniteDifferences) {
   g.pad_h = g.pad_w = p.pad;
   Inputs in{random_var({p.n, p.c, p.h, p.w}, 20), random_var({p.o, p.c, p.k, p.k}, 21)};
   if (p.bias) in.push_back(random_var({p.o}, 22));
-  expect_gradcheck(
-      [&](const Inputs& v) { return ops::conv2d(v[0], v[1], v.size() > 2 ? v[2] : Variable(), g); }, in);
+  expect_gradcheck([&](const Inputs& v) { return ops::conv2d(v[0], v[1], v.size() > 2 ? v[2] : Variable(), g); }, in);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, ConvGradcheck,
-                         ::testing::Values(ConvCase{2, 2, 5, 5, 3, 3, 1, 1, true}, ConvCase{1, 3, 6, 5, 2, 3, 2, 1, false},
-                                           ConvCase{2, 1, 5, 5, 2, 5, 1, 2, true}, ConvCase{1, 2, 4, 4, 3, 1, 2, 0, false}));
+                         ::testing::Values(ConvCase{2, 2, 5, 5, 3, 3, 1, 1, true},
+                                           ConvCase{1, 3, 6, 5, 2, 3, 2, 1, false},
+                                           ConvCase{2, 1, 5, 5, 2, 5, 1, 2, true},
+                                           ConvCase{1, 2, 4, 4, 3, 1, 2, 0, false}));
 
 TEST(Gradcheck, MaxAndAvgPool) {
   Pool2dGeometry g;  // 2x2 stride 2
@@ -90,6 +96,9 @@ TEST(Gradcheck, SoftmaxCrossEntropy) {
   const Tensor labels = Tensor::from_labels({2, 0, 4});
   expect_gradcheck([&](const Inputs& v) { return ops::softmax_cross_entropy(v[0], labels); },
                    {random_var({3, 5}, 50, -3, 3)});
+  // Label smoothing (backend.h): the loss against (1 - s) onehot + s / K.
+  expect_gradcheck([&](const Inputs& v) { return ops::softmax_cross_entropy(v[0], labels, 0.1); },
+                   {random_var({3, 5}, 51, -3, 3)});
 }
 
 TEST(Gradcheck, FlattenReshape) {
@@ -107,8 +116,25 @@ TEST(Gradcheck, ResidualBlockComposite) {
         Variable o = ops::relu(ops::batch_norm(ops::conv2d(v[0], v[1], Variable(), g), v[2], v[3], st, true));
         return ops::relu(ops::add(o, v[0]));
       },
-      {random_var({3, 2, 4, 4}, 70), random_var({2, 2, 3, 3}, 71), random_var({2}, 72, 0.5, 1.5),
-       random_var({2}, 73)});
+      {random_var({3, 2, 4, 4}, 70), random_var({2, 2, 3, 3}, 71), random_var({2}, 72, 0.5, 1.5), random_var({2}, 73)});
+}
+
+}  // namespace
+}  // namespace dtrain
+
+namespace dtrain {
+namespace {
+
+// The smoothed loss by hand: logits (2, 0), label 0, s = 0.2, K = 2:
+// 0.8 (log(e^2 + 1) - 2) + 0.2 (log(e^2 + 1) - 1); s outside [0, 1) is an error.
+TEST(LabelSmoothing, LossByHandAndBadValues) {
+  const Variable z(Tensor::from_vector(std::vector<float>{2, 0}, {1, 2}), true);
+  const double log_sum = std::log(std::exp(2.0) + 1);
+  EXPECT_NEAR(ops::softmax_cross_entropy(z, Tensor::from_labels({0}), 0.2).data().item(),
+              0.8 * (log_sum - 2) + 0.2 * (log_sum - 1), 1e-6);
+  EXPECT_NEAR(ops::softmax_cross_entropy(z, Tensor::from_labels({0})).data().item(), log_sum - 2, 1e-6);
+  EXPECT_THROW(ops::softmax_cross_entropy(z, Tensor::from_labels({0}), 1.0), InputError);
+  EXPECT_THROW(ops::softmax_cross_entropy(z, Tensor::from_labels({0}), -0.1), InputError);
 }
 
 }  // namespace

@@ -126,8 +126,8 @@ TEST(CpuConv, ForwardMatchesReference) {
     for (Layout xl : layouts_for(c.C)) {
       const Tensor x = random_tensor({c.N, c.C, c.H, c.W}, rng, xl);
       for (bool with_bias : {false, true}) {
-        const std::string what = fmt::format("conv fwd N{} C{} {}x{} O{} k{} s{} p{} x {} bias {}", c.N, c.C, c.H,
-                                             c.W, c.O, c.K, c.stride, c.pad, layout_str(xl), with_bias);
+        const std::string what = fmt::format("conv fwd N{} C{} {}x{} O{} k{} s{} p{} x {} bias {}", c.N, c.C, c.H, c.W,
+                                             c.O, c.K, c.stride, c.pad, layout_str(xl), with_bias);
         const Tensor y = fast().conv2d_forward(x, w, with_bias ? &b : nullptr, g);
         EXPECT_EQ(y.layout(), cpu_activation_layout(c.O)) << what;
         expect_close(y, ref().conv2d_forward(x, w, with_bias ? &b : nullptr, g), kConvTol, what);
@@ -255,9 +255,9 @@ TEST(CpuPool, ForwardAndBackwardMatchReference) {
     const Pool2dGeometry g{c.K, c.K, c.stride, c.stride, c.pad, c.pad};
     for (Layout xl : layouts_for(c.C)) {
       for (PoolKind kind : {PoolKind::kMax, PoolKind::kAvg}) {
-        const std::string what = fmt::format("{} pool N{} C{} {}x{} k{} s{} p{} {}",
-                                             kind == PoolKind::kMax ? "max" : "avg", c.N, c.C, c.H, c.W, c.K,
-                                             c.stride, c.pad, layout_str(xl));
+        const std::string what =
+            fmt::format("{} pool N{} C{} {}x{} k{} s{} p{} {}", kind == PoolKind::kMax ? "max" : "avg", c.N, c.C, c.H,
+                        c.W, c.K, c.stride, c.pad, layout_str(xl));
         const Tensor x = distinct_tensor({c.N, c.C, c.H, c.W}, rng, xl);
         const PoolForward got = fast().pool2d_forward(x, kind, g);
         const PoolForward want = ref().pool2d_forward(x, kind, g);
@@ -269,7 +269,8 @@ TEST(CpuPool, ForwardAndBackwardMatchReference) {
         expect_close(dx, ref().pool2d_backward(dy, x, want, kind, g), 1e-6, what + " backward");
         // Each backend recomputes the forward pass when handed the other's workspace.
         expect_close(fast().pool2d_backward(dy, x, want, kind, g), dx, 1e-6, what + " backward, reference workspace");
-        expect_close(ref().pool2d_backward(dy, x, got, kind, g), dx, 1e-6, what + " reference backward, fast workspace");
+        expect_close(ref().pool2d_backward(dy, x, got, kind, g), dx, 1e-6,
+                     what + " reference backward, fast workspace");
       }
     }
   }
@@ -414,7 +415,8 @@ TEST(CpuElementwise, Reductions) {
   for (const Shape& s : {Shape{1}, Shape{1000}, Shape{2, 32, 40, 40}}) {
     const Tensor x = random_tensor(s, rng, Layout::kPlain, -1.0f, 2.0f);
     const double r_sum = ref().sum(x), r_sq = ref().sum_of_squares(x);
-    EXPECT_NEAR(fast().sum(x), r_sum, 1e-9 * std::max(1.0, std::abs(r_sum)) * static_cast<double>(x.numel())) << s.str();
+    EXPECT_NEAR(fast().sum(x), r_sum, 1e-9 * std::max(1.0, std::abs(r_sum)) * static_cast<double>(x.numel()))
+        << s.str();
     EXPECT_NEAR(fast().sum_of_squares(x), r_sq, 1e-9 * r_sq * static_cast<double>(x.numel()) + 1e-12) << s.str();
     if (s.rank() == 4) {
       const Tensor xb = x.to_layout(Layout::kNChw16c);
@@ -438,28 +440,30 @@ TEST(CpuElementwise, Reductions) {
 TEST(CpuLoss, SoftmaxCrossEntropyMatchesReference) {
   std::mt19937 rng(12);
   for (const auto& [N, K] : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 2}, {64, 10}, {300, 1000}}) {
-    const std::string what = fmt::format("N{} K{}", N, K);
-    Tensor logits = random_tensor({N, K}, rng, Layout::kPlain, -5.0f, 5.0f);
-    logits.data<float>()[0] = 80.0f;  // exp overflows in f32 without the max shift
-    std::vector<std::int32_t> lab(static_cast<std::size_t>(N));
-    for (auto& l : lab) l = static_cast<std::int32_t>(rng() % static_cast<std::uint32_t>(K));
-    const Tensor labels = Tensor::from_labels(lab);
-    Tensor pf, pr;
-    const double lf = fast().softmax_cross_entropy_forward(logits, labels, pf).item();
-    const double lr = ref().softmax_cross_entropy_forward(logits, labels, pr).item();
-    EXPECT_TRUE(std::isfinite(lf)) << what;
-    EXPECT_NEAR(lf, lr, 1e-5 * std::max(1.0, std::abs(lr))) << what;
-    expect_close(pf, pr, 1e-5, what + " probs");
-    expect_close(fast().softmax_cross_entropy_backward(pr, labels, 0.5),
-                 ref().softmax_cross_entropy_backward(pr, labels, 0.5), 1e-6, what + " backward");
-    EXPECT_EQ(fast().count_correct(logits, labels), ref().count_correct(logits, labels)) << what;
+    for (double smoothing : {0.0, 0.1}) {
+      const std::string what = fmt::format("N{} K{} smoothing {}", N, K, smoothing);
+      Tensor logits = random_tensor({N, K}, rng, Layout::kPlain, -5.0f, 5.0f);
+      logits.data<float>()[0] = 80.0f;  // exp overflows in f32 without the max shift
+      std::vector<std::int32_t> lab(static_cast<std::size_t>(N));
+      for (auto& l : lab) l = static_cast<std::int32_t>(rng() % static_cast<std::uint32_t>(K));
+      const Tensor labels = Tensor::from_labels(lab);
+      Tensor pf, pr;
+      const double lf = fast().softmax_cross_entropy_forward(logits, labels, smoothing, pf).item();
+      const double lr = ref().softmax_cross_entropy_forward(logits, labels, smoothing, pr).item();
+      EXPECT_TRUE(std::isfinite(lf)) << what;
+      EXPECT_NEAR(lf, lr, 1e-5 * std::max(1.0, std::abs(lr))) << what;
+      expect_close(pf, pr, 1e-5, what + " probs");
+      expect_close(fast().softmax_cross_entropy_backward(pr, labels, smoothing, 0.5),
+                   ref().softmax_cross_entropy_backward(pr, labels, smoothing, 0.5), 1e-6, what + " backward");
+      EXPECT_EQ(fast().count_correct(logits, labels), ref().count_correct(logits, labels)) << what;
+    }
   }
   // Ties: the first maximum wins in both backends.
   const Tensor tied = Tensor::from_vector(std::vector<float>{1, 3, 3, 0, 2, 2, 2, 2}, {2, 4});
   EXPECT_EQ(fast().count_correct(tied, Tensor::from_labels({1, 0})), 2);
   EXPECT_EQ(fast().count_correct(tied, Tensor::from_labels({2, 1})), 0);
   Tensor probs;
-  EXPECT_THROW((void)fast().softmax_cross_entropy_forward(tied, Tensor::from_labels({1, 4}), probs), ShapeError);
+  EXPECT_THROW((void)fast().softmax_cross_entropy_forward(tied, Tensor::from_labels({1, 4}), 0.0, probs), ShapeError);
 }
 
 // ---------------------------------------------------------------- optimizers

@@ -56,8 +56,10 @@ class CpuBackend : public ReferenceBackend {
   BatchNormGrads batch_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& mean,
                                      const Tensor& var, double eps) override;
 
-  Tensor softmax_cross_entropy_forward(const Tensor& logits, const Tensor& labels, Tensor& probs) override;
-  Tensor softmax_cross_entropy_backward(const Tensor& probs, const Tensor& labels, double dloss) override;
+  Tensor softmax_cross_entropy_forward(const Tensor& logits, const Tensor& labels, double smoothing,
+                                       Tensor& probs) override;
+  Tensor softmax_cross_entropy_backward(const Tensor& probs, const Tensor& labels, double smoothing,
+                                        double dloss) override;
   std::int64_t count_correct(const Tensor& logits, const Tensor& labels) override;
 
   void sgd_update(Tensor& w, const Tensor& g, Tensor& v, const SgdHyper& h) override;

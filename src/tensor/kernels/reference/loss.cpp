@@ -7,7 +7,8 @@
 #include "tensor/kernels/reference/typed.h"
 
 namespace dtrain {
-Tensor ReferenceBackend::softmax_cross_entropy_forward(const Tensor& logits, const Tensor& labels, Tensor& probs) {
+Tensor ReferenceBackend::softmax_cross_entropy_forward(const Tensor& logits, const Tensor& labels, double smoothing,
+                                                       Tensor& probs) {
   check_labels(logits, labels);
   const std::int64_t N = logits.size(0), K = logits.size(1);
   probs = Tensor::empty(logits.shape(), logits.dtype());
@@ -22,15 +23,22 @@ Tensor ReferenceBackend::softmax_cross_entropy_forward(const Tensor& logits, con
       for (std::int64_t k = 1; k < K; ++k) m = std::max<double>(m, pz[n * K + k]);
       double s = 0;
       for (std::int64_t k = 0; k < K; ++k) s += std::exp(pz[n * K + k] - m);
-      for (std::int64_t k = 0; k < K; ++k) pp[n * K + k] = static_cast<T>(std::exp(pz[n * K + k] - m) / s);
-      total += std::log(s) + m - pz[n * K + labels.data<std::int32_t>()[n]];
+      double sum_z = 0;
+      for (std::int64_t k = 0; k < K; ++k) {
+        pp[n * K + k] = static_cast<T>(std::exp(pz[n * K + k] - m) / s);
+        sum_z += pz[n * K + k];
+      }
+      const double log_sum = std::log(s) + m;
+      total += (1 - smoothing) * (log_sum - pz[n * K + labels.data<std::int32_t>()[n]]) +
+               smoothing * (log_sum - sum_z / static_cast<double>(K));
     }
     loss.data<T>()[0] = static_cast<T>(N > 0 ? total / static_cast<double>(N) : 0.0);
   });
   return loss;
 }
 
-Tensor ReferenceBackend::softmax_cross_entropy_backward(const Tensor& probs, const Tensor& labels, double dloss) {
+Tensor ReferenceBackend::softmax_cross_entropy_backward(const Tensor& probs, const Tensor& labels, double smoothing,
+                                                        double dloss) {
   const std::int64_t N = probs.size(0), K = probs.size(1);
   Tensor d = Tensor::empty(probs.shape(), probs.dtype());
   ref::visit_float(probs.dtype(), [&](auto z) {
@@ -38,8 +46,9 @@ Tensor ReferenceBackend::softmax_cross_entropy_backward(const Tensor& probs, con
     const double f = dloss / static_cast<double>(N);
     for (std::int64_t n = 0; n < N; ++n) {
       for (std::int64_t k = 0; k < K; ++k) {
-        const double onehot = labels.data<std::int32_t>()[n] == k ? 1.0 : 0.0;
-        d.data<T>()[n * K + k] = static_cast<T>((probs.data<T>()[n * K + k] - onehot) * f);
+        const double target =
+            (labels.data<std::int32_t>()[n] == k ? 1.0 - smoothing : 0.0) + smoothing / static_cast<double>(K);
+        d.data<T>()[n * K + k] = static_cast<T>((probs.data<T>()[n * K + k] - target) * f);
       }
     }
   });
