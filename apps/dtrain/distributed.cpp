@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "comm/agreement.h"
+#include "comm/exact_sum.h"
 #include "core/error.h"
 #include "parallel/core_probe.h"
 
@@ -23,6 +24,13 @@ SumAcrossRanks ProcessGroup::summer() {
     std::vector<float> f(values.begin(), values.end());
     worker->run([&f](comm::Communicator& c) { c.allreduce(f.data(), f.size(), DType::kF32, comm::Algorithm::kTree); });
     for (std::size_t i = 0; i < values.size(); ++i) values[i] = f[i];
+  };
+}
+
+SumAcrossRanks ProcessGroup::exact_summer() {
+  if (!active()) return {};
+  return [this](std::vector<double>& values) {
+    worker->run([&values](comm::Communicator& c) { comm::sum_in_rank_order(c, values); });
   };
 }
 

@@ -33,6 +33,9 @@ struct ProcessGroup {
   // Sums a few values over all ranks (in f64 via two f32 halves would lose nothing for counts up
   // to 2^24; the values summed here are sample counts and loss sums).
   SumAcrossRanks summer();
+  // Sums doubles over the ranks exactly alike on each (comm/exact_sum.h), through the worker;
+  // empty where inactive.
+  SumAcrossRanks exact_summer();
   // Rank 0's cache-line round trip between two cores (core/core_round_trip.h), measured while
   // the other ranks wait in a barrier (which every rank enters), so the probe finds the cores
   // free; nullopt on the other ranks and on one CPU.

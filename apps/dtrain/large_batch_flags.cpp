@@ -5,11 +5,12 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "nn/batch_norm.h"
 #include "optim/lr_scaling.h"
 
 namespace dtrain::cli {
 
-void add_large_batch_flags(CLI::App& command, LargeBatchFlags& flags) {
+void add_large_batch_flags(CLI::App& command, LargeBatchFlags& flags, OptimizerConfig& optimizer) {
   command
       .add_option("--lr-scaling", flags.lr_scaling,
                   "Scale --lr by the global batch (every worker's samples per step) over --base-batch: linear "
@@ -30,6 +31,30 @@ void add_large_batch_flags(CLI::App& command, LargeBatchFlags& flags) {
   command.add_option("--warmup-start", flags.warmup_start,
                      "--warmup-epochs starts at this factor of the rate (default: 1/k with --base-batch, k = global "
                      "batch / base batch, as Goyal et al.; else 0.1)");
+  command
+      .add_option("--bn-stats", flags.bn_stats,
+                  "Statistics batch norm evaluates with: running (moving averages), last-batch (the last training "
+                  "batch's, averaged over ranks: Akiba et al.), population[:N] (recomputed over N training batches, or "
+                  "the whole set, after each epoch: precise BN)")
+      ->capture_default_str();
+  command.add_flag("--sync-bn", flags.sync_bn,
+                   "Batch norm over the global batch: statistics summed over the ranks (as SyncBatchNorm)");
+  command.add_option("--bn-group", flags.bn_group,
+                     "Ghost batch norm (Hoffer et al. 2017): training statistics over groups of N samples of the "
+                     "per-rank batch (0: the whole per-rank batch)");
+  command
+      .add_option("--rmsprop-lr", optimizer.rmsprop_lr,
+                  "rmsprop-warmup: the rate of its RMSprop share, (1 - a_sgd) * this / (sqrt(m) + eps) (Akiba et al.)")
+      ->capture_default_str();
+  command
+      .add_option("--transition-centre", optimizer.transition_centre,
+                  "rmsprop-warmup: the epoch where a_sgd, SGD's share, is 1/2 (Akiba et al.: 10 of 90 epochs; scale it "
+                  "with shorter runs)")
+      ->capture_default_str();
+  command
+      .add_option("--transition-period", optimizer.transition_period,
+                  "rmsprop-warmup: a_sgd reaches 1 at centre + period / 2 (Akiba et al.: 5 of 90 epochs)")
+      ->capture_default_str();
 }
 
 namespace {
@@ -75,13 +100,66 @@ nlohmann::json apply_large_batch(const LargeBatchFlags& f, std::int64_t global_b
                     schedule.warmup_epochs, epochs));
   }
   optimizer.decay_1d = recipe_choice(f.decay_bn_bias, "--decay-bn-bias", rule != LrScaling::kNone, false);
-  return {{"global_batch", global_batch},
-          {"base_batch", base},
-          {"lr_scaling", lr_scaling_name(rule)},
-          {"scaled_lr", optimizer.lr},
-          {"warmup_start", schedule.warmup_start_factor},
-          {"zero_gamma", wants_zero_gamma(f)},
-          {"decay_bn_bias", optimizer.decay_1d}};
+  nlohmann::json record{{"global_batch", global_batch},
+                        {"base_batch", base},
+                        {"lr_scaling", lr_scaling_name(rule)},
+                        {"scaled_lr", optimizer.lr},
+                        {"warmup_start", schedule.warmup_start_factor},
+                        {"zero_gamma", wants_zero_gamma(f)},
+                        {"decay_bn_bias", optimizer.decay_1d}};
+  record["bn_stats"] = bn_statistics_name(parse_bn_statistics(f.bn_stats));
+  record["sync_bn"] = f.sync_bn;
+  record["bn_group"] = f.bn_group;
+  if (optimizer.name == "rmsprop-warmup") {
+    record["rmsprop_lr"] = optimizer.rmsprop_lr;
+    record["transition_centre"] = optimizer.transition_centre;
+    record["transition_period"] = optimizer.transition_period;
+  }
+  return record;
+}
+
+void check_batch_norm_flags(const LargeBatchFlags& f, const BatchNormRun& run) {
+  (void)parse_bn_statistics(f.bn_stats);
+  if (f.bn_group < 0) throw InputError(fmt::format("--bn-group must be >= 0 samples, got {}", f.bn_group));
+  if (f.bn_group == 1) {
+    throw InputError(
+        "--bn-group 1 normalises every sample by itself (a fully connected layer's variance is then 0): give a group "
+        "of at least 2 samples, or 0 for the whole per-rank batch");
+  }
+  if (f.bn_group > 0 && run.micro_batch % f.bn_group != 0) {
+    throw InputError(fmt::format(
+        "--bn-group {} does not divide the per-rank batch of {} samples{}: give a divisor of it", f.bn_group,
+        run.micro_batch, run.data_parallel ? " per forward pass (--batch / --accumulate)" : ""));
+  }
+  if (f.sync_bn && f.bn_group > 0) {
+    throw InputError(
+        "--sync-bn takes batch norm's statistics over the global batch and --bn-group over groups of "
+        "the per-rank one: give one of them");
+  }
+  if (f.sync_bn && !run.data_parallel) {
+    throw InputError(
+        run.parameter_server
+            ? "--sync-bn sums statistics over data-parallel ranks, and parameter-server workers share no "
+              "collective: use --mode allreduce with it"
+            : "--sync-bn sums statistics over ranks: start dtrain under mpirun with 2 or more ranks, or drop it");
+  }
+}
+
+std::unique_ptr<Extension> apply_batch_norm_flags(const LargeBatchFlags& f, Module& model, const Dataset& train,
+                                                  const BatchNormRun& run) {
+  check_batch_norm_flags(f, run);
+  for (BatchNorm* bn : batch_norms(model)) {
+    bn->set_group(f.bn_group);
+    if (f.sync_bn) bn->set_sync(run.exact_sum);
+  }
+  const BnStatisticsConfig stats = parse_bn_statistics(f.bn_stats);
+  if (stats.mode == BnStatistics::kRunning) return nullptr;
+  PopulationPass pass;
+  pass.chunk = run.micro_batch;
+  pass.rank = run.rank;
+  pass.world = run.world;
+  pass.loader = run.loading;
+  return std::make_unique<BnStatisticsExtension>(model, train, stats, pass, run.exact_sum);
 }
 
 }  // namespace dtrain::cli

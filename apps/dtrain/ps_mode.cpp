@@ -76,6 +76,11 @@ std::optional<ps::PsConfig> ps_config(const PsFlags& f, const ProcessGroup& grou
                     "of the parameters, not layers: use --mode allreduce with it",
                     optimizer.name));
   }
+  if (optimizer.name == "rmsprop-warmup") {
+    throw InputError(
+        "--optimizer rmsprop-warmup follows the training epoch, which a server does not know: use --mode allreduce "
+        "with it");
+  }
   if (!optimizer.decay_1d) {
     throw InputError(
         "--decay-bn-bias off tells biases and batch-norm parameters from weights by their shape, and a server holds "

@@ -191,6 +191,14 @@ int run_train(TrainOptions o) {
   // server takes part in no collective after start-up, so parameter-server workers sum nothing.
   const int workers = ps ? ps->workers : group.size;
   const SumAcrossRanks summer = ps ? SumAcrossRanks{} : group.summer();
+  BatchNormRun bn_run{o.batch / std::max(1, o.accumulate),
+                      ps ? 0 : group.rank,
+                      ps ? 1 : group.size,
+                      group.active() && !ps,
+                      ps.has_value(),
+                      {},
+                      {}};
+  check_batch_norm_flags(o.large_batch, bn_run);
   // --lr is the base batch's rate; the run's follows its global batch (apps/dtrain/large_batch_flags.h).
   const nlohmann::json large_batch =
       apply_large_batch(o.large_batch, static_cast<std::int64_t>(workers) * o.batch, o.epochs, o.optimizer, o.schedule);
@@ -343,6 +351,10 @@ int run_train(TrainOptions o) {
   topt.world_size = workers;
   topt.sum_across_ranks = summer;
   Trainer trainer(*updater, *optimizer, *schedule, train, sampler, topt);
+  bn_run.exact_sum = ps ? SumAcrossRanks{} : group.exact_summer();
+  bn_run.loading = train_loading;
+  std::unique_ptr<Extension> bn_stats = apply_batch_norm_flags(o.large_batch, *model, train, bn_run);
+  if (bn_stats && (!ps || leader)) trainer.add_extension(std::move(bn_stats));
   if (!ps || leader) {
     trainer.add_extension(std::make_unique<EvaluatorExtension>(*model, test, test_sampler, test_loading, summer));
   }
@@ -513,7 +525,7 @@ Action register_train(CLI::App& app) {
   add_checkpoint_flags(*t, o->checkpoint);
   add_slowdown_flags(*t, o->slowdown);
   add_ps_flags(*t, o->ps);
-  add_large_batch_flags(*t, o->large_batch);
+  add_large_batch_flags(*t, o->large_batch, o->optimizer);
   return [t, o, momentum]() {
     if (!t->parsed()) return -1;
     o->momentum_given = momentum->count() > 0;

@@ -21,4 +21,13 @@ Variable BatchNorm::forward(const Variable& x) {
   return ops::batch_norm(x, weight_, bias_, state_, training());
 }
 
+std::vector<BatchNorm*> batch_norms(Module& model) {
+  std::vector<BatchNorm*> out;
+  for (const auto& [path, m] : model.named_modules()) {
+    // named_modules lists the tree of `model`, which the caller holds as non-const.
+    if (const auto* bn = dynamic_cast<const BatchNorm*>(m)) out.push_back(const_cast<BatchNorm*>(bn));
+  }
+  return out;
+}
+
 }  // namespace dtrain

@@ -4,6 +4,7 @@
 #include "optim/lamb.h"
 #include "optim/lars.h"
 #include "optim/rmsprop.h"
+#include "optim/rmsprop_warmup.h"
 #include "optim/sgd.h"
 
 namespace dtrain {
@@ -121,7 +122,7 @@ std::vector<std::pair<std::string, Tensor>> Optimizer::state() {
 }
 
 const std::vector<std::string>& optimizer_names() {
-  static const std::vector<std::string> names{"sgd", "rmsprop", "adam", "lars", "lamb"};
+  static const std::vector<std::string> names{"sgd", "rmsprop", "adam", "lars", "lamb", "rmsprop-warmup"};
   return names;
 }
 
@@ -160,6 +161,18 @@ std::unique_ptr<Optimizer> make_named(const OptimizerConfig& c, std::vector<Vari
   if (c.name == "lamb") {
     return std::make_unique<Lamb>(std::move(params),
                                   LambHyper{c.lr, c.beta1, c.beta2, c.eps, c.weight_decay, c.adapt_all});
+  }
+  if (c.name == "rmsprop-warmup") {
+    RmspropWarmupHyper h;
+    h.lr = c.lr;
+    h.momentum = c.momentum;
+    h.alpha = c.alpha;
+    h.eps = c.eps;
+    h.weight_decay = c.weight_decay;
+    h.rmsprop_lr = c.rmsprop_lr;
+    h.centre = c.transition_centre;
+    h.period = c.transition_period;
+    return std::make_unique<RmspropWarmup>(std::move(params), h);
   }
   throw InputError(fmt::format("unknown optimizer '{}'; valid: {}", c.name, fmt::join(optimizer_names(), ", ")));
 }

@@ -42,6 +42,10 @@ class Optimizer {
   // velocity by lr() / applied_lr(). A resumed run sets it to the rate of the step before it.
   double applied_lr() const { return applied_lr_; }
   void set_applied_lr(double lr) { applied_lr_ = lr; }
+  // Training progress in fractional epochs at the next step, for updates that follow it
+  // (rmsprop-warmup's transition); the trainer sets it before each step.
+  double progress() const { return progress_; }
+  void set_progress(double epoch) { progress_ = epoch; }
   std::int64_t steps() const { return steps_; }
   void set_steps(std::int64_t steps) { steps_ = steps; }
   const std::vector<Variable>& params() const { return params_; }
@@ -76,6 +80,7 @@ class Optimizer {
   std::vector<Variable> params_;
   double lr_;
   double applied_lr_ = 0;
+  double progress_ = 0;
   std::int64_t steps_ = 0;
   std::size_t current_ = 0;
   bool decay_1d_ = true;
@@ -83,19 +88,21 @@ class Optimizer {
 };
 
 struct OptimizerConfig {
-  std::string name = "sgd";  // sgd | rmsprop | adam | lars | lamb
+  std::string name = "sgd";  // sgd | rmsprop | adam | lars | lamb | rmsprop-warmup
   double lr = 0.05;
-  double momentum = 0.9;  // sgd
+  double momentum = 0.9;  // sgd, lars, rmsprop-warmup
   bool nesterov = false;  // sgd
   double weight_decay = 0.0;
-  double alpha = 0.99;  // rmsprop decay
+  double alpha = 0.99;  // rmsprop, rmsprop-warmup: decay of the squared-gradient average
   double beta1 = 0.9, beta2 = 0.999;
   double eps = 1e-8;
-  bool momentum_correction = true;
-  bool decay_1d = true;  // sgd, rmsprop, adam: weight decay on biases and batch-norm parameters too   // sgd: v =
-                         // mu*(lr_t/lr_{t-1})*v - lr_t*g (Goyal et al. 2017)
+  bool momentum_correction = true;  // sgd: v = mu*(lr_t/lr_{t-1})*v - lr_t*g (Goyal et al. 2017)
+  bool decay_1d = true;  // sgd, rmsprop, adam, rmsprop-warmup: weight decay on biases and batch-norm parameters too
   double trust_coefficient = 0.001;  // lars: eta in eta*||w|| / (||g|| + wd*||w||)
   bool adapt_all = false;            // lars, lamb: adapt (and decay) 1-d parameters too: biases, batch norm
+  double rmsprop_lr = 3e-4;          // rmsprop-warmup: the RMSprop share's rate (Akiba et al. 2017)
+  double transition_centre = 10;     // rmsprop-warmup: epoch where a_sgd = 1/2
+  double transition_period = 5;      // rmsprop-warmup: a_sgd reaches 1 at centre + period / 2
 };
 
 // Throws InputError listing the valid names for an unknown optimizer.

@@ -16,11 +16,11 @@ class LrSchedule {
 };
 
 struct ScheduleConfig {
-  std::string name = "cosine";  // constant | step | cosine
+  std::string name = "cosine";  // constant | step | cosine | slow-start
   double base_lr = 0.05;
   double step_epochs = 30;  // step: multiply by gamma every step_epochs
   double gamma = 0.1;
-  double total_epochs = 1;  // cosine: anneal to min_lr over this many epochs
+  double total_epochs = 1;  // cosine: anneal to min_lr over this many epochs; slow-start: its length
   double min_lr = 0;
   double warmup_epochs = 0;  // linear warmup from warmup_start_factor * lr over this many epochs
   double warmup_start_factor = 0.1;

@@ -82,8 +82,8 @@ Tensor Tensor::zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), 
 
 Tensor Tensor::reshape(const Shape& shape) const {
   if (shape.numel() != numel_) {
-    throw ShapeError(fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", shape_, numel_, shape,
-                                 shape.numel()));
+    throw ShapeError(
+        fmt::format("cannot reshape {} ({} elements) to {} ({} elements)", shape_, numel_, shape, shape.numel()));
   }
   DT_CHECK(layout_ == Layout::kPlain, "reshape needs a plain tensor, got {}", layout_name(layout_));
   Tensor t = *this;
@@ -92,7 +92,9 @@ Tensor Tensor::reshape(const Shape& shape) const {
 }
 
 Tensor Tensor::slice_rows(std::int64_t begin, std::int64_t end) const {
-  DT_CHECK(layout_ == Layout::kPlain, "slice_rows needs a plain tensor, got {}", layout_name(layout_));
+  // The blocked layouts keep the batch outermost (device.h), so a run of rows is one run of memory.
+  DT_CHECK(layout_ == Layout::kPlain || dim() == 4, "slice_rows needs a plain or 4-d blocked tensor, got {}",
+           layout_name(layout_));
   DT_CHECK(dim() >= 1 && begin >= 0 && begin <= end && end <= size(0), "rows [{}, {}) of {}", begin, end, shape_);
   std::vector<std::int64_t> dims = shape_.dims();
   const std::int64_t row = dims[0] == 0 ? 0 : numel_ / dims[0];

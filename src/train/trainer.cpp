@@ -52,6 +52,7 @@ TrainerState Trainer::run() {
                               static_cast<double>(s.epoch_iteration) / static_cast<double>(s.iterations_per_epoch);
       s.lr = schedule_.lr(progress);
       optimizer_.set_lr(s.lr);
+      optimizer_.set_progress(progress);
       s.last = updater_.update(*batch, s.iteration);
       s.last.times.data = loader.last_wait_seconds();
       s.epoch_times += s.last.times;

@@ -246,6 +246,48 @@ TEST(Cli, LargeBatchRateIsScaledAndLogged) {
   EXPECT_NEAR(last["lr"].get<double>(), 0.2, 1e-12) << "after the warmup, the scaled rate";
 }
 
+// Akiba et al.'s pieces from the command line: rmsprop-warmup with its transition, batch-norm
+// statistics from a population pass, ghost groups; bad values name their flag.
+TEST(Cli, RmspropWarmupAndBatchNormFlags) {
+  const std::string help = run("train --help").output;
+  for (const char* flag : {"--bn-stats", "--sync-bn", "--bn-group", "--rmsprop-lr", "--transition-centre"}) {
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+  }
+  if (!has_fashion_mnist()) GTEST_SKIP() << "needs Debian's dataset-fashion-mnist package";
+  const std::string base = "train --model resnet20 --limit 256 --eval-limit 100 --epochs 1 --threads 1 --batch 32 ";
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {"--bn-group 1", "--bn-group 1 normalises every sample by itself"},
+      {"--bn-group 12", "--bn-group 12 does not divide the per-rank batch of 32"},
+      {"--bn-stats moving", "--bn-stats must be running, last-batch, population or population:N"},
+      {"--sync-bn", "--sync-bn sums statistics over ranks: start dtrain under mpirun"},
+      {"--optimizer rmsprop-warmup --transition-period 0", "--transition-period must be > 0"},
+      {"--optimizer rmsprop-warmup --transition-centre -1", "--transition-centre must be > 0"},
+  };
+  for (const auto& [flags, message] : bad) {
+    const CommandResult r = run(base + "--log '' " + flags);
+    EXPECT_EQ(r.status, 2) << flags;
+    EXPECT_NE(r.output.find(message), std::string::npos) << flags << ": " << r.output;
+  }
+  const std::string log = ::testing::TempDir() + "/dtrain-rmsprop-warmup.jsonl";
+  const CommandResult r = run(base +
+                              "--optimizer rmsprop-warmup --lr 0.1 --transition-centre 0.5 --transition-period 0.5 "
+                              "--schedule slow-start --bn-stats population:3 --bn-group 8 --log " +
+                              log);
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::ifstream in(log);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  const nlohmann::json config = nlohmann::json::parse(line);
+  EXPECT_EQ(config["bn_stats"], "population:3");
+  EXPECT_EQ(config["bn_group"], 8);
+  EXPECT_DOUBLE_EQ(config["transition_centre"].get<double>(), 0.5);
+  nlohmann::json last;
+  while (std::getline(in, line)) last = nlohmann::json::parse(line);
+  EXPECT_GT(last["bn_stats_seconds"].get<double>(), 0);
+  // The last of 8 steps is at epoch 7/8, the paper's epoch 78.75 of 90: slow-start's third phase.
+  EXPECT_NEAR(last["lr"].get<double>(), 0.1 * 0.01, 1e-12);
+}
+
 TEST(Example, ReadmeExampleTrains) {
   if (!has_fashion_mnist()) GTEST_SKIP() << "needs Debian's dataset-fashion-mnist package";
   const std::string cmd = std::string(DTRAIN_EXAMPLE) + " /usr/share/datasets/fashion-mnist 1 8192 2>&1";

@@ -92,6 +92,29 @@ TEST(Gradcheck, BatchNormTraining) {
   }
 }
 
+// Ghost batch norm: groups of 2 of a batch of 6, each normalised by itself (ops/norm.h).
+TEST(Gradcheck, GhostBatchNormTraining) {
+  for (const Shape& s : {Shape{6, 3, 2, 2}, Shape{6, 4}}) {
+    ops::BatchNormState st;
+    st.running_mean = Tensor::zeros({s[1]}, DType::kF64);
+    st.running_var = Tensor::full({s[1]}, 1.0, DType::kF64);
+    st.group = 2;
+    expect_gradcheck([&](const Inputs& v) { return ops::batch_norm(v[0], v[1], v[2], st, true); },
+                     {random_var(s, 43), random_var({s[1]}, 44, 0.5, 1.5), random_var({s[1]}, 45)});
+  }
+}
+
+// Synchronized batch norm's own path on one rank (its correction is then 0); several ranks are
+// compared with one process in tests/parallel/sync_batch_norm_test.cpp.
+TEST(Gradcheck, SyncBatchNormOneRank) {
+  ops::BatchNormState st;
+  st.running_mean = Tensor::zeros({3}, DType::kF64);
+  st.running_var = Tensor::full({3}, 1.0, DType::kF64);
+  st.sync = [](std::vector<double>&) {};
+  expect_gradcheck([&](const Inputs& v) { return ops::batch_norm(v[0], v[1], v[2], st, true); },
+                   {random_var({4, 3, 2, 2}, 46), random_var({3}, 47, 0.5, 1.5), random_var({3}, 48)});
+}
+
 TEST(Gradcheck, SoftmaxCrossEntropy) {
   const Tensor labels = Tensor::from_labels({2, 0, 4});
   expect_gradcheck([&](const Inputs& v) { return ops::softmax_cross_entropy(v[0], labels); },

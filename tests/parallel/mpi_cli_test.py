@@ -9,6 +9,9 @@ usage: mpi_cli_test.py DTRAIN CASE
   killed_rank      SIGKILL of one rank mid-training ends the job with an error naming it, no hang
   stale_momentum   --double-buffering lowers sgd's default momentum 0.9 to 0.8 (and says so); an
                    explicit --momentum is kept
+  sync_bn          ResNet-20 on 2 ranks x 16 with --sync-bn follows one process with batch 32 over its
+                   first 2 steps (without it the per-rank statistics move the first loss already);
+                   --bn-stats last-batch and population:4 run and are logged
 """
 import json, os, signal, subprocess, sys, tempfile, time
 
@@ -113,13 +116,45 @@ def stale_momentum(dtrain):
         print("default momentum with double buffering: 0.8; explicit 0.9 kept")
 
 
+def sync_bn(dtrain):
+    base = ["--model", "resnet20", "--limit", "192", "--epochs", "1", "--eval-limit", "100", "--threads", "1",
+            "--schedule", "constant", "--lr", "0.002", "--log-every", "1", "--progress", "none"]
+    with tempfile.TemporaryDirectory() as d:
+        logs = {k: os.path.join(d, k + ".jsonl") for k in ("single", "sync", "local")}
+        rc, out = run([dtrain, "train", *base, "--batch", "32", "--log", logs["single"]])
+        assert rc == 0, out
+        rc, out = run(MPIRUN + ["-np", "2", dtrain, "train", *base, "--batch", "16", "--sync-bn", "--bn-stats",
+                                "population:4", "--log", logs["sync"]])
+        assert rc == 0, out
+        rc, out = run(MPIRUN + ["-np", "2", dtrain, "train", *base, "--batch", "16", "--bn-stats", "last-batch",
+                                "--log", logs["local"]])
+        assert rc == 0, out
+        a, b, c = (step_losses(logs[k]) for k in ("single", "sync", "local"))
+        assert len(a) == len(b) == len(c) == 6, (a, b, c)
+        # ResNet-20's 19 batch norms amplify rounding about tenfold per step even at lr 0.002 (the
+        # relative loss difference goes 2e-7, 2.4e-6, 3e-5, 5e-5, 5e-4, 1e-3 over 6 steps, 2026-12-03),
+        # so only the first two steps are compared; tests/parallel/sync_batch_norm_test.cpp checks
+        # three steps of a shallow network to 1e-5.
+        synced = [abs(x - y) / abs(x) for x, y in zip(a[:2], b[:2])]
+        local = abs(a[0] - c[0]) / abs(a[0])
+        print(f"sync bn: relative loss difference at steps 1 and 2: {synced[0]:.1e}, {synced[1]:.1e}; "
+              f"per-rank statistics: {local:.1e} at the first step")
+        assert synced[0] < 1e-5 and synced[1] < 1e-4, (a, b)
+        assert local > 100 * max(synced[0], 1e-7), (a, c)
+        with open(logs["sync"]) as f:
+            records = [json.loads(line) for line in f]
+        assert records[0]["sync_bn"] is True and records[0]["bn_stats"] == "population:4", records[0]
+        epochs = [r for r in records if r["type"] == "epoch"]
+        assert epochs and epochs[-1]["bn_stats_seconds"] > 0, epochs
+
+
 def main():
     dtrain, case = sys.argv[1], sys.argv[2]
     if case == "loss_curve":
         loss_curve(dtrain, sys.argv[3])
     else:
         {"disagree": disagree, "too_many_ranks": too_many_ranks, "killed_rank": killed_rank,
-         "stale_momentum": stale_momentum}[case](dtrain)
+         "stale_momentum": stale_momentum, "sync_bn": sync_bn}[case](dtrain)
 
 
 if __name__ == "__main__":

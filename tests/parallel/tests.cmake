@@ -5,11 +5,12 @@ if(DTRAIN_MPI AND EXISTS "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-uby
   foreach(alg ring tree butterfly onetoall mpi shm)
     add_test(NAME mpi_loss_curve_${alg} COMMAND ${Python3_EXECUTABLE} ${script} $<TARGET_FILE:dtrain_cli> loss_curve ${alg})
   endforeach()
-  foreach(case disagree too_many_ranks killed_rank stale_momentum)
+  foreach(case disagree too_many_ranks killed_rank stale_momentum sync_bn)
     add_test(NAME mpi_${case} COMMAND ${Python3_EXECUTABLE} ${script} $<TARGET_FILE:dtrain_cli> ${case})
   endforeach()
   set_property(TEST mpi_loss_curve_ring mpi_loss_curve_tree mpi_loss_curve_butterfly mpi_loss_curve_onetoall
                mpi_loss_curve_mpi mpi_loss_curve_shm mpi_disagree mpi_too_many_ranks mpi_killed_rank mpi_stale_momentum
+               mpi_sync_bn
                PROPERTY LABELS mpi)
   set_property(TEST mpi_killed_rank PROPERTY TIMEOUT 300)
 endif()

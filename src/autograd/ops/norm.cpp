@@ -3,6 +3,36 @@
 #include "tensor/backend.h"
 
 namespace dtrain::ops {
+namespace {
+
+// running = (1 - momentum) running + momentum * batch statistic, with the groups' statistics
+// averaged and the variance unbiased over `count` samples per channel.
+void update_running(BatchNormState& state, const detail::NormalizedBatch& fwd) {
+  const double unbias = fwd.count > 1 ? fwd.count / (fwd.count - 1) : 1.0;
+  const double share = state.momentum / static_cast<double>(fwd.means.size());
+  Backend& sb = dispatch(state.running_mean);
+  sb.scale(state.running_mean, 1 - state.momentum);
+  sb.scale(state.running_var, 1 - state.momentum);
+  for (std::size_t j = 0; j < fwd.means.size(); ++j) {
+    sb.axpy(share, fwd.means[j], state.running_mean);
+    sb.axpy(share * unbias, fwd.vars[j], state.running_var);
+  }
+}
+
+void add_moments(BatchNormMoments& m, const detail::NormalizedBatch& fwd) {
+  for (std::size_t j = 0; j < fwd.means.size(); ++j) {
+    const std::vector<double> mu = fwd.means[j].to_vector_f64(), v = fwd.vars[j].to_vector_f64();
+    m.sum.resize(mu.size(), 0.0);
+    m.sum_sq.resize(mu.size(), 0.0);
+    for (std::size_t c = 0; c < mu.size(); ++c) {
+      m.sum[c] += fwd.count * mu[c];
+      m.sum_sq[c] += fwd.count * (v[c] + mu[c] * mu[c]);
+    }
+    m.count += fwd.count;
+  }
+}
+
+}  // namespace
 
 Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& beta, BatchNormState& state,
                     bool training) {
@@ -17,18 +47,38 @@ Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& be
                                                state.eps);
     return Variable::from_op(std::move(y), "batch_norm_eval", {}, nullptr);
   }
-  BatchNormForward fwd = be.batch_norm_forward_training(xt, gamma.data(), beta.data(), state.eps);
-  if (training && state.track_running_stats) {
-    const double m = static_cast<double>(xt.numel()) / static_cast<double>(xt.size(1));  // samples per channel
-    const double unbias = m > 1 ? m / (m - 1) : 1.0;
-    Backend& sb = dispatch(state.running_mean);
-    sb.scale(state.running_mean, 1 - state.momentum);
-    sb.axpy(state.momentum, fwd.mean, state.running_mean);
-    sb.scale(state.running_var, 1 - state.momentum);
-    sb.axpy(state.momentum * unbias, fwd.var, state.running_var);
+  const bool ghost = training && state.group > 0 && state.group < xt.size(0);
+  const bool sync = training && state.sync && !ghost;
+  detail::NormalizedBatch fwd;
+  if (ghost) {
+    fwd = detail::ghost_batch_norm_forward(xt, gamma.data(), beta.data(), state.eps, state.group);
+  } else if (sync) {
+    fwd = detail::sync_batch_norm_forward(xt, gamma.data(), beta.data(), state.eps, state.sync);
+  } else {
+    BatchNormForward plain = be.batch_norm_forward_training(xt, gamma.data(), beta.data(), state.eps);
+    fwd = {plain.y, {plain.mean}, {plain.var}, static_cast<double>(xt.numel()) / static_cast<double>(xt.size(1))};
+  }
+  if (training && state.moments != nullptr) {
+    add_moments(*state.moments, fwd);
+  } else if (training && state.track_running_stats) {
+    update_running(state, fwd);
+  }
+  const Tensor& gt = gamma.data();
+  if (ghost) {
+    return Variable::from_op(fwd.y, "batch_norm", {x, gamma, beta},
+                             [xt, gt, eps = state.eps, means = fwd.means, vars = fwd.vars](const Tensor& dy) {
+                               return detail::ghost_batch_norm_backward(dy, xt, gt, eps, means, vars);
+                             });
+  }
+  if (sync) {
+    return Variable::from_op(
+        fwd.y, "batch_norm", {x, gamma, beta},
+        [xt, gt, mean = fwd.means[0], var = fwd.vars[0], eps = state.eps, sum = state.sync](const Tensor& dy) {
+          return detail::sync_batch_norm_backward(dy, xt, gt, mean, var, eps, sum);
+        });
   }
   return Variable::from_op(fwd.y, "batch_norm", {x, gamma, beta},
-                           [xt, gt = gamma.data(), mean = fwd.mean, var = fwd.var, eps = state.eps](const Tensor& dy) {
+                           [xt, gt, mean = fwd.means[0], var = fwd.vars[0], eps = state.eps](const Tensor& dy) {
                              BatchNormGrads g = dispatch(dy).batch_norm_backward(dy, xt, gt, mean, var, eps);
                              return std::vector<Tensor>{g.dx, g.dgamma, g.dbeta};
                            });
