@@ -91,8 +91,10 @@ int run_predict(const PredictOptions& o) {
   if (!o.plot.empty()) {
     std::ofstream out(o.plot);
     if (!out) throw InputError(fmt::format("cannot write --plot file '{}'", o.plot));
-    out << perf::scaling_svg(
-        runs, fmt::format("{} on {}, batch {} per worker, {}", q.model, q.dataset, q.batch_per_worker, q.profile));
+    out << perf::scaling_svg(runs, q.global_batch > 0 ? fmt::format("{} on {}, global batch {}, {}", q.model, q.dataset,
+                                                                    q.global_batch, q.profile)
+                                                      : fmt::format("{} on {}, batch {} per worker, {}", q.model,
+                                                                    q.dataset, q.batch_per_worker, q.profile));
   }
   if (o.json) {
     fmt::print("{}\n", perf::scaling_json(q, prediction).dump(2));
@@ -104,7 +106,10 @@ int run_predict(const PredictOptions& o) {
              q.model, q.dataset, prediction.dataset.train_samples, workload.total_params() / 1e6,
              cost.forward_flops / 1e9, cost.backward_flops / 1e9);
   fmt::print("profile {}\n", perf::describe_profile(profile));
-  fmt::print("batch {} per worker{}, sync {}, gradients in {}", q.batch_per_worker,
+  const std::string batch = q.global_batch > 0
+                                ? fmt::format("global batch {} (that / workers per worker)", q.global_batch)
+                                : fmt::format("batch {} per worker", q.batch_per_worker);
+  fmt::print("{}{}, sync {}, gradients in {}", batch,
              q.accumulate > 1 ? fmt::format(" in {} micro-batches", q.accumulate) : "", q.sync, q.comm_dtype);
   std::size_t buckets = 0;
   for (const perf::RunPrediction& r : runs) buckets = std::max(buckets, r.step.buckets.size());
@@ -120,7 +125,7 @@ int run_predict(const PredictOptions& o) {
   if (q.slow_mode == "random")
     fmt::print(", each worker-step {}x slower with probability {}", q.slow_factor, q.slow_prob);
   fmt::print(", {} epochs\n\n{}", q.epochs, perf::format_table(runs));
-  if (o.breakdown) print_breakdown(workload, profile, q.batch_per_worker / q.accumulate, runs);
+  if (o.breakdown) print_breakdown(workload, profile, runs.front().config.batch_per_worker / q.accumulate, runs);
   if (!o.plot.empty()) fmt::print("scaling chart: {}\n", o.plot);
   if (!o.trace.empty()) fmt::print("predicted trace: {}\n", o.trace);
   return 0;
@@ -139,6 +144,9 @@ Action register_predict(CLI::App& app) {
       ->capture_default_str();
   p->add_option("--workers", o->query.workers, "Worker counts to predict, comma-separated")->capture_default_str();
   p->add_option("--batch-per-worker", o->query.batch_per_worker, "Samples per worker per step")->capture_default_str();
+  p->add_option("--global-batch", o->query.global_batch,
+                "Samples per step over all workers, the same at every worker count (each worker's batch is "
+                "this / workers); replaces --batch-per-worker");
   p->add_option("--profile", o->query.profile,
                 "Hardware: DEVICE, KxDEVICE-LINK, NETWORK or a JSON file, joined by '+' (e.g. 8xp100-nvlink+eth-50g; "
                 "see --list-profiles)");

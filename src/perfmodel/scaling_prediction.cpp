@@ -106,9 +106,18 @@ ScalingPrediction predict_with(const ScalingQuery& q, const Profile* given) {
   out.dataset = dataset_info(q.dataset);
   out.profile = given != nullptr ? *given : load_profile(q.profile);
   out.workload = describe_zoo_model(q.model, q.dataset);
+  if (q.global_batch < 0) throw InputError(fmt::format("--global-batch must be >= 1, got {}", q.global_batch));
   for (int w : workers) {
+    const std::int64_t per_worker = q.global_batch > 0 ? q.global_batch / w : q.batch_per_worker;
+    if (q.global_batch > 0 && (q.global_batch % w != 0 || per_worker % q.accumulate != 0)) {
+      throw InputError(fmt::format(
+          "--global-batch {} is not a multiple of {} workers x --accumulate {}: give a global batch every worker "
+          "count divides, or fewer worker counts",
+          q.global_batch, w, q.accumulate));
+    }
     for (RunConfig c : configs) {
       c.workers = w;
+      c.batch_per_worker = per_worker;
       out.runs.push_back(predict_run(out.workload, out.dataset, out.profile, c, q.epochs));
       if (w == 1) break;  // one worker trains alone: every exchange predicts the same
     }

@@ -21,6 +21,10 @@ struct ScalingQuery {
   std::string dataset = "imagenet";
   std::string workers = "1,8,64,256,1024";  // comma-separated, as --workers
   std::int64_t batch_per_worker = 32;
+  // > 0: the global batch every worker count shares (--global-batch), each worker's batch
+  // global_batch / workers, so steps per epoch stay the same and large-batch runs are priced as
+  // they are trained (docs/large-batch.md); batch_per_worker is then unused.
+  std::int64_t global_batch = 0;
   std::string profile;  // the --profile text (unused when a loaded profile is given)
   std::string sync = "bsp";
   std::string allreduce = "ring";  // comma-separated exchanges, as --allreduce
