@@ -8,9 +8,13 @@
 namespace dtrain {
 
 void Lamb::update(Tensor& w, const Tensor& g_in, std::span<Tensor> state) {
+  const Tensor g = g_in.to_layout(w.layout());
+  apply_with_norms(w, g, state, norm_sums(w, g, state));
+}
+
+Optimizer::NormSums Lamb::norm_sums(Tensor& w, const Tensor& g, std::span<Tensor> state) {
   DT_CHECK(w.dtype() == DType::kF32 && w.device().type == DeviceType::kCPU, "lamb updates CPU f32 parameters, not {}",
            w.describe());
-  const Tensor g = g_in.to_layout(w.layout());
   const bool adapt = layerwise_adapts(params()[current_param()], hyper_.adapt_all);
   const double wd = adapt ? hyper_.weight_decay : 0.0;
   const auto t = static_cast<double>(steps() + 1);
@@ -21,20 +25,30 @@ void Lamb::update(Tensor& w, const Tensor& g_in, std::span<Tensor> state) {
   float* pv = state[1].data<float>();
   const float* pg = g.data<float>();
   const auto n = static_cast<std::size_t>(w.numel());
-  direction_.resize(n);
-  double r_sq = 0, w_sq = 0;
+  directions_.resize(params().size());
+  std::vector<float>& direction = directions_[current_param()];
+  direction.resize(n);
+  NormSums sums;
   for (std::size_t i = 0; i < n; ++i) {
     const double gi = pg[i];
     pm[i] = static_cast<float>(b1 * pm[i] + (1 - b1) * gi);
     pv[i] = static_cast<float>(b2 * pv[i] + (1 - b2) * gi * gi);
     const double r = (pm[i] / c1) / (std::sqrt(pv[i] / c2) + eps) + wd * pw[i];
-    direction_[i] = static_cast<float>(r);
-    r_sq += r * r;
-    w_sq += static_cast<double>(pw[i]) * pw[i];
+    direction[i] = static_cast<float>(r);
+    sums.first += static_cast<double>(pw[i]) * pw[i];
+    sums.second += r * r;
   }
-  const double ratio = adapt && r_sq > 0 && w_sq > 0 ? std::sqrt(w_sq) / std::sqrt(r_sq) : 1.0;
+  return sums;
+}
+
+void Lamb::apply_with_norms(Tensor& w, const Tensor&, std::span<Tensor>, NormSums whole) {
+  const bool adapt = layerwise_adapts(params()[current_param()], hyper_.adapt_all);
+  const double ratio =
+      adapt && whole.second > 0 && whole.first > 0 ? std::sqrt(whole.first) / std::sqrt(whole.second) : 1.0;
   const double step = lr() * ratio;
-  for (std::size_t i = 0; i < n; ++i) pw[i] -= static_cast<float>(step * direction_[i]);
+  float* pw = w.data<float>();
+  const std::vector<float>& direction = directions_[current_param()];
+  for (std::size_t i = 0; i < direction.size(); ++i) pw[i] -= static_cast<float>(step * direction[i]);
 }
 
 }  // namespace dtrain

@@ -25,11 +25,14 @@ class Lamb : public Optimizer {
 
  protected:
   void update(Tensor& w, const Tensor& g, std::span<Tensor> state) override;
+  // Updates m and v, keeps r; returns ||w||^2 and ||r||^2 of the part.
+  NormSums norm_sums(Tensor& w, const Tensor& g, std::span<Tensor> state) override;
+  void apply_with_norms(Tensor& w, const Tensor& g, std::span<Tensor> state, NormSums whole) override;
   std::vector<std::string> slot_names() const override { return {"exp_avg", "exp_avg_sq"}; }
 
  private:
   LambHyper hyper_;
-  std::vector<float> direction_;  // r, reused across parameters
+  std::vector<std::vector<float>> directions_;  // r per parameter, between the two halves
 };
 
 }  // namespace dtrain

@@ -26,9 +26,13 @@ class Lars : public Optimizer {
   std::string name() const override { return "lars"; }
   // The trust ratio of `w` with gradient `g` and weight decay `wd` (plain f32 tensors).
   static double trust_ratio(const Tensor& w, const Tensor& g, double wd, double trust_coefficient);
+  // The same from the norms.
+  static double trust_ratio(double w_norm, double g_norm, double wd, double trust_coefficient);
 
  protected:
   void update(Tensor& w, const Tensor& g, std::span<Tensor> state) override;
+  NormSums norm_sums(Tensor& w, const Tensor& g, std::span<Tensor> state) override;  // ||w||^2, ||g||^2
+  void apply_with_norms(Tensor& w, const Tensor& g, std::span<Tensor> state, NormSums whole) override;
   std::vector<std::string> slot_names() const override { return {"momentum"}; }
 
  private:
@@ -38,7 +42,8 @@ class Lars : public Optimizer {
 // Whether a layer-wise optimizer adapts parameter `p`: tensors of two or more dimensions, or
 // every tensor with adapt_all.
 bool layerwise_adapts(const Variable& p, bool adapt_all);
-// The L2 norm of a plain f32 tensor, accumulated in double.
+// The L2 norm of a plain f32 tensor, accumulated in double, and its square.
 double l2_norm(const Tensor& t);
+double squared_l2_norm(const Tensor& t);
 
 }  // namespace dtrain

@@ -50,9 +50,15 @@ class Optimizer {
   void set_steps(std::int64_t steps) { steps_ = steps; }
   const std::vector<Variable>& params() const { return params_; }
   virtual std::string name() const = 0;
-  // Whether an update needs a whole parameter (layer-wise norms: LARS, LAMB); step_ranges then
-  // refuses a range that is not the whole of one.
+  // Whether an update needs a whole parameter's norms (LARS, LAMB). step_ranges then updates a
+  // range that is part of a parameter only where a norm reducer is set, and refuses it otherwise.
   virtual bool layerwise() const { return false; }
+  // Sums values over the ranks that split the update (every rank's step_ranges calls it once per
+  // step, with the same count; identical sums on every rank): a layer-wise step over ranges then
+  // runs in two halves, each part's sums of squares first, summed over the parts, then the update
+  // with the whole tensors' norms. Empty: none (the ranges must be whole parameters).
+  using NormReducer = std::function<void(std::vector<double>&)>;
+  void set_norm_reducer(NormReducer reducer) { norm_reducer_ = std::move(reducer); }
 
   // Per-parameter state tensors by name ("momentum.3" = momentum of parameter 3), for
   // checkpoints; allocated on first use, so call after one step or after ensure_state().
@@ -73,9 +79,20 @@ class Optimizer {
   bool decays_current() const;
   // Names of the state slots each parameter has ("momentum"; Adam: "m", "v").
   virtual std::vector<std::string> slot_names() const = 0;
+  // Layer-wise optimizers, the two halves of update() for a part of the parameter: the part's
+  // contributions to the two sums of squares its trust ratio needs (LARS: ||w||^2 and ||g||^2;
+  // LAMB: ||w||^2 and ||r||^2, after it updates its moments), then the update with the sums over
+  // all parts. update() of a whole parameter is the two in a row.
+  struct NormSums {
+    double first = 0, second = 0;
+  };
+  virtual NormSums norm_sums(Tensor& w, const Tensor& g, std::span<Tensor> state);
+  virtual void apply_with_norms(Tensor& w, const Tensor& g, std::span<Tensor> state, NormSums whole);
 
  private:
   Tensor& slot(std::size_t slot_index, std::size_t param_index);
+  // step_ranges of a layer-wise optimizer with a norm reducer.
+  void step_layerwise_ranges(std::span<const Range> ranges);
 
   std::vector<Variable> params_;
   double lr_;
@@ -84,6 +101,7 @@ class Optimizer {
   std::int64_t steps_ = 0;
   std::size_t current_ = 0;
   bool decay_1d_ = true;
+  NormReducer norm_reducer_;
   std::vector<std::vector<Tensor>> slots_;  // [slot][param]
 };
 

@@ -55,7 +55,7 @@ DataParallelUpdater::DataParallelUpdater(Module& model, Optimizer& optimizer, Co
   buckets_ = std::make_unique<GradientBuckets>(params_, names_, config_.bucket_bytes, config_.comm_dtype, sets,
                                                grad_scale, shared);
   if (config_.shared_weights && config_.algorithm == comm::Algorithm::kShm && !config_.double_buffering &&
-      !optimizer_.layerwise() && SharedWeights::supported(params_)) {
+      SharedWeights::supported(params_)) {
     shared_weights_ = std::make_unique<SharedWeights>(params_, optimizer_, worker_, buckets_->layout());
     buckets_->set_own_block_only();  // each rank reads the sums of the blocks it updates only
   }

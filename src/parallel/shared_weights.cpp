@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "comm/exact_sum.h"
+
 namespace dtrain {
 namespace {
 
@@ -61,9 +63,16 @@ SharedWeights::SharedWeights(std::vector<Variable> params, Optimizer& optimizer,
   std::vector<std::int64_t> numels;
   for (const Variable& p : params_) numels.push_back(p.data().numel());
   part_ = bucket_block_ranges(buckets, numels, comm.rank(), comm.size());
+  // A layer-wise optimizer's norms: each rank's parts summed over the ranks, identically on each.
+  if (optimizer_.layerwise()) {
+    optimizer_.set_norm_reducer([&w = worker_](std::vector<double>& sums) {
+      w.run([&sums](comm::Communicator& c) { comm::sum_in_rank_order(c, sums); });
+    });
+  }
 }
 
 SharedWeights::~SharedWeights() {
+  optimizer_.set_norm_reducer({});
   for (Variable& p : params_) p.data() = p.data().clone();
   optimizer_.relocate_state([](const Tensor& t) { return t.clone(); });
 }

@@ -15,8 +15,12 @@
 // weights are bit for bit those of every rank updating everything. Checkpoints, evaluation and
 // resume read and write the one copy.
 //
-// Not with a layer-wise optimizer (LARS, LAMB: each tensor's step is scaled by its whole norm, and
-// a rank's part is a range of it); each rank then updates everything, as without shared memory.
+// A layer-wise optimizer (LARS, LAMB: each tensor's step is scaled by its whole norm, and a
+// rank's part is a range of it) splits its step in two (optim/optimizer.h, set_norm_reducer):
+// every rank's parts' sums of squares, summed over the ranks in double and in rank order (one
+// allgather of 2 doubles per parameter, comm/exact_sum.h), then each rank's update of its parts
+// with the whole tensors' norms. Those weights equal one rank's whole update up to the order of
+// the norms' sums (tests/optim/layerwise_test.cpp, tests/parallel/shared_weights_test.cpp).
 // Not with double buffering: there the update of step t-1 runs while other ranks may still be
 // in step t's forward, reading the weights.
 #pragma once

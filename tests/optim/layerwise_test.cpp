@@ -6,6 +6,8 @@
 #include <cmath>
 #include <vector>
 
+#include "comm/exact_sum.h"
+#include "comm/local_transport.h"
 #include "core/error.h"
 #include "optim/lamb.h"
 #include "optim/lars.h"
@@ -162,6 +164,58 @@ TEST(WeightDecay, OneDimensionalParametersAreLeftOutWhenAsked) {
         EXPECT_EQ(b.data().to_vector(), (std::vector<float>{1, 2})) << name << ": with a zero gradient it stays";
       }
     }
+  }
+}
+
+// The split step (optim/optimizer.h, set_norm_reducer): two ranks (threads) over the same
+// parameters, each updating its half of every tensor with the norms summed over both halves,
+// equal the whole step for 3 steps: a weight matrix, a one-dimensional parameter (not adapted)
+// and a zero matrix (ratio 1).
+std::vector<std::vector<float>> three_steps(const char* name, int parts) {
+  std::vector<Variable> params{matrix({0.3F, -1.2F, 0.8F, 2.0F, -0.5F, 0.1F}), vector({0.5F, -0.25F, 1.0F}),
+                               matrix({0, 0, 0, 0})};
+  auto gradients = [](int step) {
+    const auto s = static_cast<float>(step + 1);
+    return std::vector<std::vector<float>>{
+        {0.1F * s, -0.3F, 0.2F, 0.05F * s, -0.1F, 0.4F}, {0.2F, -0.1F * s, 0.3F}, {0.5F, -0.5F * s, 0.25F, 0.1F}};
+  };
+  auto run_steps = [&](Optimizer& opt, int part, comm::Communicator* c) {
+    for (int step = 0; step < 3; ++step) {
+      if (part == 0) {
+        const auto g = gradients(step);
+        for (std::size_t i = 0; i < params.size(); ++i) set_layer_grad(params[i], g[i]);
+      }
+      if (c != nullptr) c->barrier();  // gradients set before either half reads them
+      opt.step_part(part, parts);
+      if (c != nullptr) c->barrier();  // both halves written before the next step's norms
+    }
+  };
+  OptimizerConfig config = layerwise_config(name, name[1] == 'a' ? 0.5 : 0.05, 0.01);
+  if (parts == 1) {
+    auto opt = make_optimizer(config, params);
+    run_steps(*opt, 0, nullptr);
+  } else {
+    comm::run_local(parts, [&](comm::Communicator& c) {
+      auto opt = make_optimizer(config, params);  // its own state: each element's is touched by one half only
+      opt->set_norm_reducer([&c](std::vector<double>& v) { comm::sum_in_rank_order(c, v); });
+      run_steps(*opt, c.rank(), &c);
+    });
+  }
+  std::vector<std::vector<float>> out;
+  for (const Variable& p : params) out.push_back(p.data().to_vector());
+  return out;
+}
+
+TEST(Layerwise, SplitStepWithReducedNormsEqualsTheWholeStep) {
+  for (const char* name : {"lars", "lamb"}) {
+    const auto whole = three_steps(name, 1);
+    const auto split = three_steps(name, 2);
+    for (std::size_t i = 0; i < whole.size(); ++i) {
+      for (std::size_t k = 0; k < whole[i].size(); ++k) {
+        EXPECT_NEAR(split[i][k], whole[i][k], 1e-6) << name << " parameter " << i << " element " << k;
+      }
+    }
+    EXPECT_NE(whole[2], std::vector<float>(4, 0.0F)) << name << ": a zero matrix moves (ratio 1)";
   }
 }
 

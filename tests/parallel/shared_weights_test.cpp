@@ -47,7 +47,8 @@ struct RankRun {
   std::vector<char> shared;
 };
 
-RankRun train_lenet(int world, bool shared_weights, bool double_buffering = false) {
+RankRun train_lenet(int world, bool shared_weights, bool double_buffering = false, const char* optimizer = "sgd",
+                    double lr = 0.05) {
   static const Dataset ds = make_synthetic_dataset(1024, 1, 28, 28, 10, 7);
   RankRun out;
   const auto w = static_cast<std::size_t>(world);
@@ -62,7 +63,8 @@ RankRun train_lenet(int world, bool shared_weights, bool double_buffering = fals
     Rng rng(3);
     auto model = make_model("lenet", {1, 28, 28, 10}, rng);
     OptimizerConfig oc;
-    oc.lr = 0.05;
+    oc.name = optimizer;
+    oc.lr = lr;
     auto opt = make_optimizer(oc, model->parameters());
     CommWorker worker(c);
     DataParallelConfig config;
@@ -113,6 +115,29 @@ TEST(SharedWeights, RanksShareOneCopyAndEndWithTheWeightsOfPrivateCopies) {
       EXPECT_EQ(shared.parameters[i], own.parameters[i]) << world << " ranks, rank " << r;
       EXPECT_EQ(shared.momenta[i], own.momenta[i]) << world << " ranks, rank " << r;
     }
+  }
+}
+
+// LARS and LAMB split their step too: each rank's parts' norms summed over the ranks, then each
+// rank's update of its parts; equal to private copies up to the order of the norms' sums.
+TEST(SharedWeights, LayerwiseOptimizersSplitTheirStepWithReducedNorms) {
+  for (auto [optimizer, lr] : {std::pair{"lars", 1.0}, std::pair{"lamb", 0.005}}) {
+    const RankRun shared = train_lenet(2, true, false, optimizer, lr);
+    const RankRun own = train_lenet(2, false, false, optimizer, lr);
+    ASSERT_TRUE(shared.shared[0]) << optimizer;
+    double worst = 0, moved = 0;
+    Rng rng(3);  // train_lenet's initial weights
+    std::vector<float> initial;
+    for (auto& p : make_model("lenet", {1, 28, 28, 10}, rng)->parameters()) {
+      const auto v = p.data().to_vector();
+      initial.insert(initial.end(), v.begin(), v.end());
+    }
+    for (std::size_t i = 0; i < own.parameters[0].size(); ++i) {
+      worst = std::max(worst, static_cast<double>(std::abs(shared.parameters[1][i] - own.parameters[1][i])));
+      moved = std::max(moved, static_cast<double>(std::abs(own.parameters[1][i] - initial[i])));
+    }
+    EXPECT_LT(worst, 1e-6) << optimizer;
+    EXPECT_GT(moved, 1e-3) << optimizer << ": the steps moved the weights";
   }
 }
 
