@@ -53,7 +53,8 @@ py::object predict(const std::string& model, const std::string& dataset, const p
                    std::int64_t batch_per_worker, const py::object& profile, const std::string& sync,
                    const py::object& allreduce, int servers, int epochs, const std::string& comm_dtype,
                    double bucket_mb, bool double_buffering, int accumulate, bool hierarchical, int staleness,
-                   const std::string& slow_mode, double slow_factor, double slow_prob, std::int64_t global_batch) {
+                   const std::string& slow_mode, double slow_factor, double slow_prob, std::int64_t global_batch,
+                   bool sync_bn) {
   perf::ScalingQuery q;
   q.model = model;
   q.dataset = dataset;
@@ -74,6 +75,7 @@ py::object predict(const std::string& model, const std::string& dataset, const p
   q.slow_factor = slow_factor;
   q.slow_prob = slow_prob;
   q.global_batch = global_batch;
+  q.sync_batch_norm = sync_bn;
   perf::ScalingPrediction p;
   if (py::isinstance<perf::Profile>(profile)) {
     const auto& loaded = profile.cast<const perf::Profile&>();
@@ -134,6 +136,7 @@ void bind_predict(py::module_& m) {
         py::arg("accumulate") = d.accumulate, py::arg("hierarchical") = d.hierarchical,
         py::arg("staleness") = d.staleness, py::arg("slow_mode") = d.slow_mode, py::arg("slow_factor") = d.slow_factor,
         py::arg("slow_prob") = d.slow_prob, py::arg("global_batch") = d.global_batch,
+        py::arg("sync_bn") = d.sync_batch_norm,
         "Predicts training time per step, epoch and run for every worker count and exchange, as `dtrain predict` "
         "does with the same flags (dashes as underscores). profile: a dtrain.Profile or the --profile text "
         "(required). workers: a list of counts (or '8,64'). allreduce: an exchange or a list of them (ring, tree, "

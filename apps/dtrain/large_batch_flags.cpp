@@ -148,10 +148,7 @@ void check_batch_norm_flags(const LargeBatchFlags& f, const BatchNormRun& run) {
 std::unique_ptr<Extension> apply_batch_norm_flags(const LargeBatchFlags& f, Module& model, const Dataset& train,
                                                   const BatchNormRun& run) {
   check_batch_norm_flags(f, run);
-  for (BatchNorm* bn : batch_norms(model)) {
-    bn->set_group(f.bn_group);
-    if (f.sync_bn) bn->set_sync(run.exact_sum);
-  }
+  for (BatchNorm* bn : batch_norms(model)) bn->set_group(f.bn_group);  // --sync-bn: the updater's (data_parallel.h)
   const BnStatisticsConfig stats = parse_bn_statistics(f.bn_stats);
   if (stats.mode == BnStatistics::kRunning) return nullptr;
   PopulationPass pass;

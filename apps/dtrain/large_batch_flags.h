@@ -53,7 +53,8 @@ struct BatchNormRun {
   SumAcrossRanks exact_sum;  // over the ranks that train (comm/exact_sum.h); empty: one process
   LoaderOptions loading;     // the training data's, for the population pass
 };
-// Sets --bn-group and --sync-bn on `model`'s batch norms and returns the extension that applies
+// Sets --bn-group on `model`'s batch norms (--sync-bn is DataParallelConfig::sync_batch_norm's) and
+// returns the extension that applies
 // --bn-stats (null for running; add it before the evaluation and the checkpoint). Throws
 // InputError naming the flag for a group that does not divide the micro-batch, a group of 1, and
 // --sync-bn without data-parallel ranks or with --bn-group.

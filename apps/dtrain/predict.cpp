@@ -109,8 +109,9 @@ int run_predict(const PredictOptions& o) {
   const std::string batch = q.global_batch > 0
                                 ? fmt::format("global batch {} (that / workers per worker)", q.global_batch)
                                 : fmt::format("batch {} per worker", q.batch_per_worker);
-  fmt::print("{}{}, sync {}, gradients in {}", batch,
-             q.accumulate > 1 ? fmt::format(" in {} micro-batches", q.accumulate) : "", q.sync, q.comm_dtype);
+  fmt::print("{}{}{}, sync {}, gradients in {}", batch,
+             q.accumulate > 1 ? fmt::format(" in {} micro-batches", q.accumulate) : "",
+             q.sync_batch_norm ? ", synchronized batch norm" : "", q.sync, q.comm_dtype);
   std::size_t buckets = 0;
   for (const perf::RunPrediction& r : runs) buckets = std::max(buckets, r.step.buckets.size());
   if (buckets > 0) {
@@ -171,6 +172,8 @@ Action register_predict(CLI::App& app) {
       ->capture_default_str();
   p->add_flag("--double-buffering", o->query.double_buffering, "Overlap each step's communication with the next step");
   p->add_option("--accumulate", o->query.accumulate, "Micro-batches per step")->capture_default_str();
+  p->add_flag("--sync-bn", o->query.sync_batch_norm,
+              "Synchronized batch norm: two sums over the workers per batch-norm layer and micro-batch");
   p->add_flag("--hierarchical", o->query.hierarchical,
               "Two-level allreduce: ring inside each node, the algorithm across nodes (as NCCL; dtrain's own "
               "collectives are flat)");

@@ -182,6 +182,7 @@ int run_train(TrainOptions o) {
   dp.bucket_bytes = static_cast<std::size_t>(o.bucket_mb * (1 << 20));
   dp.double_buffering = o.double_buffering;
   dp.accumulate = o.accumulate;
+  dp.sync_batch_norm = o.large_batch.sync_bn;
 
   ProcessGroup group = join_process_group(o.timeout, o.chunk_kb);
   const bool leader = group.rank == 0;

@@ -27,6 +27,7 @@ std::optional<TrainingPlan> plan_for_train(const std::string& profile_spec, Modu
   c.bucket_bytes = dp.bucket_bytes;
   c.double_buffering = dp.double_buffering;
   c.accumulate = dp.accumulate;
+  c.sync_batch_norm = dp.sync_batch_norm;
   c.chunk_bytes = chunk_bytes;
   const bool many = workers > 1 && !ps;
   TrainingPlan plan =

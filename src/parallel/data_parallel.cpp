@@ -3,7 +3,9 @@
 #include <cmath>
 
 #include "autograd/ops/loss.h"
+#include "comm/exact_sum.h"
 #include "core/timer.h"
+#include "nn/batch_norm.h"
 #include "tensor/backend.h"
 
 namespace dtrain {
@@ -59,6 +61,15 @@ DataParallelUpdater::DataParallelUpdater(Module& model, Optimizer& optimizer, Co
     shared_weights_ = std::make_unique<SharedWeights>(params_, optimizer_, worker_, buckets_->layout());
     buckets_->set_own_block_only();  // each rank reads the sums of the blocks it updates only
   }
+  if (config_.sync_batch_norm) {
+    // In submission order behind the buckets already queued: every rank queues the same sums in
+    // the same order, forward and backward alike.
+    for (BatchNorm* bn : batch_norms(model_)) {
+      bn->set_sync([&w = worker_](std::vector<double>& sums) {
+        w.run([&sums](comm::Communicator& c) { comm::sum_in_rank_order(c, sums); });
+      });
+    }
+  }
   tickets_.assign(static_cast<std::size_t>(sets), 0);
   pending_.assign(static_cast<std::size_t>(sets), false);
   for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -70,6 +81,9 @@ DataParallelUpdater::DataParallelUpdater(Module& model, Optimizer& optimizer, Co
 
 DataParallelUpdater::~DataParallelUpdater() {
   for (Variable& p : params_) p.clear_grad_ready_hooks();
+  if (config_.sync_batch_norm) {
+    for (BatchNorm* bn : batch_norms(model_)) bn->set_sync({});  // the model may outlive the worker
+  }
   // Gradients may be views of bucket memory the communicator owns (shm): none outlives it.
   if (!shared_.empty()) {
     for (Variable& p : params_) p.zero_grad();

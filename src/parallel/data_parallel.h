@@ -41,6 +41,9 @@ struct DataParallelConfig {
   // With shm and without double buffering: one copy of the weights and optimizer state in the
   // ranks' shared memory, each rank updating its part (parallel/shared_weights.h).
   bool shared_weights = true;
+  // Synchronized batch norm (--sync-bn): every batch norm of the model normalises with the global
+  // batch's statistics, summed over the ranks through the worker (autograd/ops/sync_norm.cpp).
+  bool sync_batch_norm = false;
 };
 
 class DataParallelUpdater : public Updater {
@@ -75,11 +78,11 @@ class DataParallelUpdater : public Updater {
   std::vector<std::string> names_;
   std::unique_ptr<GradientBuckets> buckets_;
   std::unique_ptr<SharedWeights> shared_weights_;
-  std::span<std::byte> shared_;        // the buckets' shared memory (shm), owned by the communicator
-  int set_ = 0;                        // buffer set of the step in progress
-  bool collecting_ = false;            // hooks copy gradients (last micro-batch only)
+  std::span<std::byte> shared_;         // the buckets' shared memory (shm), owned by the communicator
+  int set_ = 0;                         // buffer set of the step in progress
+  bool collecting_ = false;             // hooks copy gradients (last micro-batch only)
   std::vector<std::uint64_t> tickets_;  // per set: last job submitted
-  std::vector<bool> pending_;          // per set: holds gradients not yet applied
+  std::vector<bool> pending_;           // per set: holds gradients not yet applied
   std::int64_t pending_iteration_ = 0;
   UpdateObserver* observer_ = nullptr;
 };

@@ -205,6 +205,9 @@ void validate(const RunConfig& c) {
   if (c.exchange == Exchange::kParameterServer && c.double_buffering) {
     throw InputError("--double-buffering applies to allreduce, not to the parameter server");
   }
+  if (c.exchange == Exchange::kParameterServer && c.sync_batch_norm) {
+    throw InputError("--sync-bn sums statistics over data-parallel ranks, not through parameter servers");
+  }
   if (c.disk_bytes_per_sample < 0) throw InputError("disk bytes per sample must be >= 0");
 }
 
@@ -265,6 +268,24 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
       sim.items.push_back({plan.layers[i].backward.seconds, {}});
       item_name.push_back(w.layers[i].path);
       item_backward.push_back(true);
+    }
+  }
+  // Synchronized batch norm (autograd/ops/sync_norm.cpp): forward and backward of each batch-norm
+  // layer wait for a sum of 2C + 1 doubles over the workers, an allgather in rank order
+  // (comm/exact_sum.h) through the transport. Priced as half a ring allreduce of those bytes:
+  // (p - 1) latency-bound steps where the allreduce takes 2 (p - 1).
+  if (distributed && c.sync_batch_norm) {
+    const AllreducePlan small{comm::Algorithm::kRing, c.workers, false, DType::kF32, chunk_bytes_of(c, p)};
+    for (std::size_t i = 0; i < layers; ++i) {
+      if (w.layers[i].kind != "batch_norm") continue;
+      const std::int64_t channels = w.layers[i].output[0];
+      const double sum = allreduce_time(small, static_cast<std::size_t>(2 * (2 * channels + 1)), p).seconds / 2;
+      for (int m = 0; m < c.accumulate; ++m) {
+        const std::size_t base = static_cast<std::size_t>(m) * 2 * layers;
+        sim.items[base + i].seconds += sum;
+        sim.items[base + 2 * layers - 1 - i].seconds += sum;
+        s.sync_batch_norm += 2 * sum;
+      }
     }
   }
   std::vector<std::vector<std::size_t>> owned(layers);
@@ -372,7 +393,7 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
 
   const double fwd = k * plan.forward;
   const double bwd = k * plan.backward + copies;
-  s.compute = fwd + bwd + update;
+  s.compute = fwd + bwd + update + s.sync_batch_norm;
   s.comm = 0;
   for (double x : sim.bucket_seconds) s.comm += x;
   s.data = data;

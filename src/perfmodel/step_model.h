@@ -60,7 +60,8 @@ struct RunConfig {
   bool double_buffering = false;
   int accumulate = 1;
   double disk_bytes_per_sample = 0;
-  int staleness = 3;  // SSP's bound S (sync kSsp)
+  int staleness = 3;             // SSP's bound S (sync kSsp)
+  bool sync_batch_norm = false;  // --sync-bn: two sums over the workers per batch-norm layer and micro-batch
   // Workers slowed on purpose (dtrain train --slow-*); its `workers` and `jitter` are ignored:
   // the run's workers are slowed, and their natural variation is the profile's (straggler.h).
   WorkerSpeeds slowdown;
@@ -87,15 +88,16 @@ struct TimelineEvent {
 };
 
 struct StepPrediction {
-  PhaseTimes phases;          // the trainer's phases of one steady-state step; data and comm as exposed
-  double step = 0;            // seconds per step
-  double compute = 0;         // forward + backward + update, the worker's own work
-  double data = 0;            // the loader's seconds per batch, before overlap
-  double comm = 0;            // communication per step before overlap (the comm thread's busy time)
-  double comm_allreduce = 0;  // of which in the collectives themselves
-  double comm_latency = 0;    // of which charged to latency (alpha)
-  double straggler = 0;       // the wait for the slowest worker, included in step and in phases.comm
-  bool turns = false;         // the ranks take turns on shared CPUs: `straggler` is the turns' cost
+  PhaseTimes phases;           // the trainer's phases of one steady-state step; data and comm as exposed
+  double step = 0;             // seconds per step
+  double compute = 0;          // forward + backward + update, the worker's own work
+  double data = 0;             // the loader's seconds per batch, before overlap
+  double comm = 0;             // communication per step before overlap (the comm thread's busy time)
+  double comm_allreduce = 0;   // of which in the collectives themselves
+  double comm_latency = 0;     // of which charged to latency (alpha)
+  double straggler = 0;        // the wait for the slowest worker, included in step and in phases.comm
+  double sync_batch_norm = 0;  // --sync-bn's sums, on the compute thread: included in compute
+  bool turns = false;          // the ranks take turns on shared CPUs: `straggler` is the turns' cost
   std::vector<BucketTiming> buckets;
   std::vector<TimelineEvent> timeline;  // one steady-state step, from its start
   std::string

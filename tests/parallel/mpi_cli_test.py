@@ -131,7 +131,7 @@ def sync_bn(dtrain):
         assert rc == 0, out
         a, b, c = (step_losses(logs[k]) for k in ("single", "sync", "local"))
         assert len(a) == len(b) == len(c) == 6, (a, b, c)
-        # ResNet-20's 19 batch norms amplify rounding about tenfold per step even at lr 0.002 (the
+        # ResNet-20's 21 batch norms amplify rounding about tenfold per step even at lr 0.002 (the
         # relative loss difference goes 2e-7, 2.4e-6, 3e-5, 5e-5, 5e-4, 1e-3 over 6 steps, 2026-12-03),
         # so only the first two steps are compared; tests/parallel/sync_batch_norm_test.cpp checks
         # three steps of a shallow network to 1e-5.
