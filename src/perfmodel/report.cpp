@@ -89,6 +89,7 @@ nlohmann::json run_to_json(const RunPrediction& r) {
           {"comm_allreduce_s", s.comm_allreduce},
           {"comm_latency_s", s.comm_latency},
           {"straggler_s", s.straggler},
+          {"sync_batch_norm_s", s.sync_batch_norm},
           {"phases_s", s.phases},
           {"buckets", s.buckets.size()},
           {"steps_per_epoch", r.steps_per_epoch},
