@@ -16,6 +16,7 @@
 #include "perfmodel/scaling_prediction.h"
 #include "perfmodel/straggler.h"
 #include "perfmodel/svg_plot.h"
+#include "train/bn_statistics.h"
 
 namespace dtrain::cli {
 namespace {
@@ -23,6 +24,7 @@ namespace {
 // The query (perfmodel/scaling_prediction.h) and what the command does with its answer.
 struct PredictOptions {
   perf::ScalingQuery query;
+  std::string bn_stats = "running";
   bool json = false;
   std::string plot;
   bool list_profiles = false;
@@ -74,7 +76,10 @@ int run_predict(const PredictOptions& o) {
     fmt::print("{}", perf::format_published(perf::check_published_runs()));
     return 0;
   }
-  const perf::ScalingQuery& q = o.query;
+  perf::ScalingQuery q = o.query;
+  const BnStatisticsConfig bn = parse_bn_statistics(o.bn_stats);
+  if (bn.mode == BnStatistics::kPopulation)
+    q.population_chunks = bn.population_batches > 0 ? bn.population_batches : -1;
   const perf::ScalingPrediction prediction = perf::predict_scaling(q);
   const std::vector<perf::RunPrediction>& runs = prediction.runs;
   const perf::Profile& profile = prediction.profile;
@@ -172,6 +177,10 @@ Action register_predict(CLI::App& app) {
       ->capture_default_str();
   p->add_flag("--double-buffering", o->query.double_buffering, "Overlap each step's communication with the next step");
   p->add_option("--accumulate", o->query.accumulate, "Micro-batches per step")->capture_default_str();
+  p->add_option("--bn-stats", o->bn_stats,
+                "population[:N] prices the pass that recomputes batch norm's statistics after each epoch (over N "
+                "micro-batches, or the training set), as dtrain train --bn-stats does")
+      ->capture_default_str();
   p->add_flag("--sync-bn", o->query.sync_batch_norm,
               "Synchronized batch norm: two sums over the workers per batch-norm layer and micro-batch");
   p->add_flag("--hierarchical", o->query.hierarchical,

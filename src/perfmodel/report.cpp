@@ -90,6 +90,7 @@ nlohmann::json run_to_json(const RunPrediction& r) {
           {"comm_latency_s", s.comm_latency},
           {"straggler_s", s.straggler},
           {"sync_batch_norm_s", s.sync_batch_norm},
+          {"population_s", r.population_seconds},
           {"phases_s", s.phases},
           {"buckets", s.buckets.size()},
           {"steps_per_epoch", r.steps_per_epoch},

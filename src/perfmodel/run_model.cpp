@@ -15,6 +15,18 @@ double eval_seconds(const StepPrediction& step, const DatasetInfo& d, const RunC
   return static_cast<double>(shard) * step.phases.forward / static_cast<double>(c.batch_per_worker);
 }
 
+// The population pass of --bn-stats population (train/bn_statistics.h): chunks of a micro-batch,
+// chunk j on worker j mod W, each a forward pass at the training rate (the step's forward wall
+// time over its micro-batches); its sums over the workers are a few doubles per layer, left out.
+double population_seconds(const StepPrediction& step, const DatasetInfo& d, const RunConfig& c) {
+  if (c.population_chunks == 0) return 0;
+  const std::int64_t micro = c.batch_per_worker / c.accumulate;
+  const std::int64_t all = (d.train_samples + micro - 1) / micro;
+  const std::int64_t chunks = c.population_chunks < 0 ? all : std::min(all, c.population_chunks);
+  const std::int64_t mine = (chunks + c.workers - 1) / c.workers;
+  return static_cast<double>(mine) * step.phases.forward / c.accumulate;
+}
+
 }  // namespace
 
 RunPrediction predict_run(const Workload& w, const DatasetInfo& dataset, const Profile& profile, RunConfig c,
@@ -35,7 +47,8 @@ RunPrediction predict_run(const Workload& w, const DatasetInfo& dataset, const P
   }
   r.step = predict_step(w, profile, c);
   r.eval_seconds = eval_seconds(r.step, dataset, c);
-  r.epoch_seconds = static_cast<double>(r.steps_per_epoch) * r.step.step + r.eval_seconds;
+  r.population_seconds = population_seconds(r.step, dataset, c);
+  r.epoch_seconds = static_cast<double>(r.steps_per_epoch) * r.step.step + r.eval_seconds + r.population_seconds;
   r.total_seconds = epochs * r.epoch_seconds;
   r.device_hours = c.workers * r.total_seconds / 3600.0;
 
@@ -47,7 +60,8 @@ RunPrediction predict_run(const Workload& w, const DatasetInfo& dataset, const P
   one.slowdown = WorkerSpeeds{};  // the baseline is one worker at its normal speed
   const std::int64_t one_steps = dataset.train_samples / c.batch_per_worker;
   const StepPrediction alone = predict_step(w, profile, one);
-  r.single_worker_epoch_seconds = static_cast<double>(one_steps) * alone.step + eval_seconds(alone, dataset, one);
+  r.single_worker_epoch_seconds = static_cast<double>(one_steps) * alone.step + eval_seconds(alone, dataset, one) +
+                                  population_seconds(alone, dataset, one);
   r.speedup = r.single_worker_epoch_seconds / r.epoch_seconds;
   r.efficiency = r.speedup / c.workers;
   return r;

@@ -17,7 +17,8 @@ struct RunPrediction {
   StepPrediction step;
   std::int64_t steps_per_epoch = 0;
   int epochs = 0;
-  double eval_seconds = 0;  // per epoch, included in epoch_seconds
+  double eval_seconds = 0;        // per epoch, included in epoch_seconds
+  double population_seconds = 0;  // --bn-stats population's pass per epoch, included in epoch_seconds
   double epoch_seconds = 0, total_seconds = 0;
   double single_worker_epoch_seconds = 0;  // the baseline of speedup
   double speedup = 0, efficiency = 0;

@@ -59,6 +59,7 @@ std::vector<RunConfig> configurations(const ScalingQuery& q, const std::string& 
   base.accumulate = q.accumulate;
   base.hierarchical = q.hierarchical;
   base.sync_batch_norm = q.sync_batch_norm;
+  base.population_chunks = q.population_chunks;
   base.staleness = q.staleness;
   if (q.slow_mode.empty() || q.slow_mode == "none") {
     if (q.slow_prob != 0) throw InputError("--slow-prob goes with --slow-mode random");

@@ -36,11 +36,12 @@ struct ScalingQuery {
   bool double_buffering = false;
   int accumulate = 1;
   bool hierarchical = false;
-  bool sync_batch_norm = false;  // --sync-bn
-  int staleness = 3;             // --staleness: SSP's bound
-  std::string slow_mode;         // --slow-mode: "" (none), none, persistent (one worker), random
-  double slow_factor = 2.0;      // --slow-factor
-  double slow_prob = 0;          // --slow-prob (random)
+  bool sync_batch_norm = false;        // --sync-bn
+  std::int64_t population_chunks = 0;  // --bn-stats population[:N] (RunConfig::population_chunks)
+  int staleness = 3;                   // --staleness: SSP's bound
+  std::string slow_mode;               // --slow-mode: "" (none), none, persistent (one worker), random
+  double slow_factor = 2.0;            // --slow-factor
+  double slow_prob = 0;                // --slow-prob (random)
 };
 
 struct ScalingPrediction {

@@ -205,6 +205,7 @@ void validate(const RunConfig& c) {
   if (c.exchange == Exchange::kParameterServer && c.double_buffering) {
     throw InputError("--double-buffering applies to allreduce, not to the parameter server");
   }
+  if (c.population_chunks < -1) throw InputError("population chunks must be >= -1 (-1: the whole training set)");
   if (c.exchange == Exchange::kParameterServer && c.sync_batch_norm) {
     throw InputError("--sync-bn sums statistics over data-parallel ranks, not through parameter servers");
   }

@@ -62,6 +62,9 @@ struct RunConfig {
   double disk_bytes_per_sample = 0;
   int staleness = 3;             // SSP's bound S (sync kSsp)
   bool sync_batch_norm = false;  // --sync-bn: two sums over the workers per batch-norm layer and micro-batch
+  // --bn-stats population[:N]: after each epoch, N chunks of a micro-batch (over all workers; -1:
+  // the whole training set) run forward (train/bn_statistics.h); 0: none.
+  std::int64_t population_chunks = 0;
   // Workers slowed on purpose (dtrain train --slow-*); its `workers` and `jitter` are ignored:
   // the run's workers are slowed, and their natural variation is the profile's (straggler.h).
   WorkerSpeeds slowdown;
