@@ -10,7 +10,7 @@
 namespace dtrain {
 
 Optimizer::Optimizer(std::vector<Variable> params, double lr) : params_(std::move(params)), lr_(lr) {
-  if (!(lr >= 0)) throw InputError(fmt::format("learning rate must be >= 0, got {}", lr));
+  if (!(lr >= 0)) throw InputError(fmt::format("the learning rate (--lr) must be >= 0, got {}", lr));
 }
 
 void Optimizer::step() {

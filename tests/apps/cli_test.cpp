@@ -262,6 +262,8 @@ TEST(Cli, RmspropWarmupAndBatchNormFlags) {
       {"--sync-bn", "--sync-bn sums statistics over ranks: start dtrain under mpirun"},
       {"--optimizer rmsprop-warmup --transition-period 0", "--transition-period must be > 0"},
       {"--optimizer rmsprop-warmup --transition-centre -1", "--transition-centre must be > 0"},
+      {"--lr -0.1", "the learning rate (--lr) must be >= 0"},
+      {"--optimizer lars --trust-coefficient 0", "--trust-coefficient must be > 0"},
   };
   for (const auto& [flags, message] : bad) {
     const CommandResult r = run(base + "--log '' " + flags);
