@@ -174,6 +174,8 @@ def table(a):
         per_rank = batch // RANKS
         run_as = f"2 x {per_rank}" + (f" / {per_rank // PER_RANK}" if per_rank > PER_RANK else "")
         gap = f"{100 * (s['accuracy'] - ref):+.2f}" if s and ref is not None and not s.get("diverged") else "-"
+        if s and not s.get("diverged") and s["epochs"] < epochs:
+            gap = f"(at epoch {s['epochs']}, unfinished)"
         to90 = s["to90"] if s and s["to90"] is not None else "-"
         lines.append(f"| {batch} | {run_as} | {recipe} | {bn} | {seed} | {epochs} | {s['steps'] if s else '-'} | "
                      f"{fmt_acc(s)} | {gap} | {to90} |")
