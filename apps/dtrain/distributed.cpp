@@ -6,7 +6,6 @@
 #include <string_view>
 
 #include "comm/agreement.h"
-#include "comm/exact_sum.h"
 #include "core/error.h"
 #include "parallel/core_probe.h"
 
@@ -29,9 +28,7 @@ SumAcrossRanks ProcessGroup::summer() {
 
 SumAcrossRanks ProcessGroup::exact_summer() {
   if (!active()) return {};
-  return [this](std::vector<double>& values) {
-    worker->run([&values](comm::Communicator& c) { comm::sum_in_rank_order(c, values); });
-  };
+  return exact_sum_through(*worker);
 }
 
 std::size_t parse_chunk_kb(const std::string& text) {

@@ -9,7 +9,15 @@ namespace dtrain {
 
 void Lamb::update(Tensor& w, const Tensor& g_in, std::span<Tensor> state) {
   const Tensor g = g_in.to_layout(w.layout());
+  whole_ = true;
   apply_with_norms(w, g, state, norm_sums(w, g, state));
+  whole_ = false;
+}
+
+std::vector<float>& Lamb::direction_buffer() {
+  if (whole_) return whole_direction_;
+  part_directions_.resize(params().size());
+  return part_directions_[current_param()];
 }
 
 Optimizer::NormSums Lamb::norm_sums(Tensor& w, const Tensor& g, std::span<Tensor> state) {
@@ -25,8 +33,7 @@ Optimizer::NormSums Lamb::norm_sums(Tensor& w, const Tensor& g, std::span<Tensor
   float* pv = state[1].data<float>();
   const float* pg = g.data<float>();
   const auto n = static_cast<std::size_t>(w.numel());
-  directions_.resize(params().size());
-  std::vector<float>& direction = directions_[current_param()];
+  std::vector<float>& direction = direction_buffer();
   direction.resize(n);
   NormSums sums;
   for (std::size_t i = 0; i < n; ++i) {
@@ -47,7 +54,7 @@ void Lamb::apply_with_norms(Tensor& w, const Tensor&, std::span<Tensor>, NormSum
       adapt && whole.second > 0 && whole.first > 0 ? std::sqrt(whole.first) / std::sqrt(whole.second) : 1.0;
   const double step = lr() * ratio;
   float* pw = w.data<float>();
-  const std::vector<float>& direction = directions_[current_param()];
+  const std::vector<float>& direction = direction_buffer();
   for (std::size_t i = 0; i < direction.size(); ++i) pw[i] -= static_cast<float>(step * direction[i]);
 }
 

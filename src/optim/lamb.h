@@ -32,7 +32,12 @@ class Lamb : public Optimizer {
 
  private:
   LambHyper hyper_;
-  std::vector<std::vector<float>> directions_;  // r per parameter, between the two halves
+  // r between the two halves: one buffer reused across parameters for a whole update, one per
+  // parameter for a split step (every part's norms are summed before any part is updated).
+  std::vector<float>& direction_buffer();
+  bool whole_ = false;
+  std::vector<float> whole_direction_;
+  std::vector<std::vector<float>> part_directions_;
 };
 
 }  // namespace dtrain

@@ -37,38 +37,44 @@ Tensor storage_range(const Tensor& t, std::int64_t lo, std::int64_t hi) {
 
 }  // namespace
 
+std::optional<Optimizer::ParamPart> Optimizer::part_of(std::size_t i, Range r) {
+  Variable& p = params_[i];
+  if (!p.grad().defined()) return std::nullopt;
+  check_same_shape(p.grad(), p.data(), "optimizer step (gradient vs parameter)");
+  Tensor& w = p.data();
+  const auto [lo, hi] = r;
+  DT_CHECK(0 <= lo && lo <= hi && hi <= w.numel(), "step_ranges: [{}, {}) outside {} elements", lo, hi, w.numel());
+  DT_CHECK(w.device().type == DeviceType::kCPU, "step_ranges needs CPU parameters, not {}", w.describe());
+  if (lo == hi) return std::nullopt;
+  if (layerwise() && !norm_reducer_ && (lo != 0 || hi != w.numel())) {
+    throw InputError(
+        fmt::format("{} scales each parameter by its whole norm: it cannot update elements [{}, {}) "
+                    "of {} alone without a norm reducer (set_norm_reducer)",
+                    name(), lo, hi, w.numel()));
+  }
+  ParamPart part;
+  part.g_whole = p.grad().to_layout(w.layout());  // so that one storage range holds the same elements
+  part.w = storage_range(w, lo, hi);
+  part.g = storage_range(part.g_whole, lo, hi);
+  for (std::size_t s = 0; s < slot_names().size(); ++s) {
+    const Tensor& whole = slot(s, i);
+    DT_CHECK(whole.layout() == w.layout(), "optimizer state layout differs from its parameter's");
+    part.state.push_back(storage_range(whole, lo, hi));
+  }
+  return part;
+}
+
 void Optimizer::step_ranges(std::span<const Range> ranges) {
   DT_CHECK(ranges.size() == params_.size(), "step_ranges: {} ranges for {} parameters", ranges.size(), params_.size());
   if (layerwise() && norm_reducer_) {
     step_layerwise_ranges(ranges);
     return;
   }
-  std::vector<Tensor> state(slot_names().size());
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    Variable& p = params_[i];
-    if (!p.grad().defined()) continue;
-    check_same_shape(p.grad(), p.data(), "optimizer step (gradient vs parameter)");
-    Tensor& w = p.data();
-    const auto [lo, hi] = ranges[i];
-    DT_CHECK(0 <= lo && lo <= hi && hi <= w.numel(), "step_ranges: [{}, {}) outside {} elements", lo, hi, w.numel());
-    DT_CHECK(w.device().type == DeviceType::kCPU, "step_ranges needs CPU parameters, not {}", w.describe());
-    if (lo == hi) continue;
-    if (layerwise() && (lo != 0 || hi != w.numel())) {
-      throw InputError(
-          fmt::format("{} scales each parameter by its whole norm: it cannot update elements [{}, {}) "
-                      "of {} alone without a norm reducer (set_norm_reducer)",
-                      name(), lo, hi, w.numel()));
-    }
-    // The gradient in the weights' layout, so that one storage range holds the same elements.
-    const Tensor g = p.grad().to_layout(w.layout());
-    for (std::size_t s = 0; s < state.size(); ++s) {
-      const Tensor& whole = slot(s, i);
-      DT_CHECK(whole.layout() == w.layout(), "optimizer state layout differs from its parameter's");
-      state[s] = storage_range(whole, lo, hi);
-    }
-    Tensor w_part = storage_range(w, lo, hi);
+    std::optional<ParamPart> part = part_of(i, ranges[i]);
+    if (!part) continue;
     current_ = i;
-    update(w_part, storage_range(g, lo, hi), state);
+    update(part->w, part->g, part->state);
   }
   applied_lr_ = lr_;
   ++steps_;
@@ -84,37 +90,21 @@ void Optimizer::apply_with_norms(Tensor&, const Tensor&, std::span<Tensor>, Norm
 }
 
 void Optimizer::step_layerwise_ranges(std::span<const Range> ranges) {
-  struct Part {
-    Tensor g_whole;  // the gradient in the weights' layout, which g views
-    Tensor w, g;
-    std::vector<Tensor> state;
-  };
-  std::vector<Part> parts(params_.size());
+  std::vector<std::optional<ParamPart>> parts(params_.size());
   std::vector<double> sums(2 * params_.size(), 0.0);  // every parameter's, also where this rank has no part
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    Variable& p = params_[i];
-    const auto [lo, hi] = ranges[i];
-    if (!p.grad().defined() || lo == hi) continue;
-    check_same_shape(p.grad(), p.data(), "optimizer step (gradient vs parameter)");
-    const Tensor& w = p.data();
-    DT_CHECK(0 <= lo && lo <= hi && hi <= w.numel(), "step_ranges: [{}, {}) outside {} elements", lo, hi, w.numel());
-    DT_CHECK(w.device().type == DeviceType::kCPU, "step_ranges needs CPU parameters, not {}", w.describe());
-    Part& part = parts[i];
-    part.w = storage_range(w, lo, hi);
-    part.g_whole = p.grad().to_layout(w.layout());
-    part.g = storage_range(part.g_whole, lo, hi);
-    for (std::size_t s = 0; s < slot_names().size(); ++s) part.state.push_back(storage_range(slot(s, i), lo, hi));
+    parts[i] = part_of(i, ranges[i]);
+    if (!parts[i]) continue;
     current_ = i;
-    const NormSums n = norm_sums(part.w, part.g, part.state);
+    const NormSums n = norm_sums(parts[i]->w, parts[i]->g, parts[i]->state);
     sums[2 * i] = n.first;
     sums[2 * i + 1] = n.second;
   }
   norm_reducer_(sums);
   for (std::size_t i = 0; i < params_.size(); ++i) {
-    Part& part = parts[i];
-    if (!part.w.defined()) continue;
+    if (!parts[i]) continue;
     current_ = i;
-    apply_with_norms(part.w, part.g, part.state, {sums[2 * i], sums[2 * i + 1]});
+    apply_with_norms(parts[i]->w, parts[i]->g, parts[i]->state, {sums[2 * i], sums[2 * i + 1]});
   }
   applied_lr_ = lr_;
   ++steps_;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -91,6 +92,14 @@ class Optimizer {
 
  private:
   Tensor& slot(std::size_t slot_index, std::size_t param_index);
+  // Range `r` of parameter i, its gradient (in the weights' layout) and its state, as flat views;
+  // nothing where the parameter has no gradient or the range is empty.
+  struct ParamPart {
+    Tensor g_whole;  // the gradient in the weights' layout, which g views
+    Tensor w, g;
+    std::vector<Tensor> state;
+  };
+  std::optional<ParamPart> part_of(std::size_t i, Range r);
   // step_ranges of a layer-wise optimizer with a norm reducer.
   void step_layerwise_ranges(std::span<const Range> ranges);
 

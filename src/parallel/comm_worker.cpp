@@ -1,5 +1,7 @@
 #include "parallel/comm_worker.h"
 
+#include "comm/exact_sum.h"
+
 namespace dtrain {
 
 CommWorker::CommWorker(comm::Communicator& comm) : comm_(comm), thread_([this] { loop(); }) {}
@@ -48,6 +50,12 @@ void CommWorker::loop() {
     ++completed_;
     done_.notify_all();
   }
+}
+
+std::function<void(std::vector<double>&)> exact_sum_through(CommWorker& worker) {
+  return [&worker](std::vector<double>& values) {
+    worker.run([&values](comm::Communicator& c) { comm::sum_in_rank_order(c, values); });
+  };
 }
 
 }  // namespace dtrain

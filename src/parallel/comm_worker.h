@@ -12,6 +12,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "comm/communicator.h"
 
@@ -49,5 +50,9 @@ class CommWorker {
   std::exception_ptr error_;
   std::thread thread_;
 };
+
+// Sums doubles over the communicator's ranks through `worker` (waiting for the jobs queued before
+// it), identically on every rank (comm/exact_sum.h). `worker` must outlive the function.
+std::function<void(std::vector<double>&)> exact_sum_through(CommWorker& worker);
 
 }  // namespace dtrain

@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "autograd/ops/loss.h"
-#include "comm/exact_sum.h"
 #include "core/timer.h"
 #include "nn/batch_norm.h"
 #include "tensor/backend.h"
@@ -64,11 +63,7 @@ DataParallelUpdater::DataParallelUpdater(Module& model, Optimizer& optimizer, Co
   if (config_.sync_batch_norm) {
     // In submission order behind the buckets already queued: every rank queues the same sums in
     // the same order, forward and backward alike.
-    for (BatchNorm* bn : batch_norms(model_)) {
-      bn->set_sync([&w = worker_](std::vector<double>& sums) {
-        w.run([&sums](comm::Communicator& c) { comm::sum_in_rank_order(c, sums); });
-      });
-    }
+    for (BatchNorm* bn : batch_norms(model_)) bn->set_sync(exact_sum_through(worker_));
   }
   tickets_.assign(static_cast<std::size_t>(sets), 0);
   pending_.assign(static_cast<std::size_t>(sets), false);

@@ -2,8 +2,6 @@
 
 #include <cstring>
 
-#include "comm/exact_sum.h"
-
 namespace dtrain {
 namespace {
 
@@ -65,9 +63,7 @@ SharedWeights::SharedWeights(std::vector<Variable> params, Optimizer& optimizer,
   part_ = bucket_block_ranges(buckets, numels, comm.rank(), comm.size());
   // A layer-wise optimizer's norms: each rank's parts summed over the ranks, identically on each.
   if (optimizer_.layerwise()) {
-    optimizer_.set_norm_reducer([&w = worker_](std::vector<double>& sums) {
-      w.run([&sums](comm::Communicator& c) { comm::sum_in_rank_order(c, sums); });
-    });
+    optimizer_.set_norm_reducer(exact_sum_through(worker_));
   }
 }
 
