@@ -13,9 +13,13 @@ class Sequential : public Module {
   Sequential& add(std::string name, std::shared_ptr<Module> m);
   Variable forward(const Variable& x) override;
   std::size_t size() const { return layers_.size(); }
+  // The i-th layer and its name (pipeline stages are built from ranges of them).
+  const std::shared_ptr<Module>& layer(std::size_t i) const { return layers_.at(i); }
+  const std::string& layer_name(std::size_t i) const { return names_.at(i); }
 
  private:
   std::vector<std::shared_ptr<Module>> layers_;
+  std::vector<std::string> names_;
 };
 
 }  // namespace dtrain
