@@ -8,6 +8,7 @@
 #include "apps/dtrain/commands.h"
 #include "apps/dtrain/distributed.h"
 #include "apps/dtrain/large_batch_flags.h"
+#include "apps/dtrain/pipeline_flags.h"
 #include "apps/dtrain/ps_mode.h"
 #include "apps/dtrain/slowdown_flags.h"
 #include "calibration/training_prediction.h"
@@ -64,6 +65,7 @@ struct TrainOptions {
   CheckpointFlags checkpoint;
   SlowdownFlags slowdown;
   PsFlags ps;
+  PipelineFlags pipeline;
   LargeBatchFlags large_batch;
   double label_smoothing = 0;
 };
@@ -190,12 +192,14 @@ int run_train(TrainOptions o) {
   if (ps) check_ps_supports(o.double_buffering);
   // The ranks that train (all but the parameter servers) and the sums over them: a parameter
   // server takes part in no collective after start-up, so parameter-server workers sum nothing.
-  const int workers = ps ? ps->workers : group.size;
-  const SumAcrossRanks summer = ps ? SumAcrossRanks{} : group.summer();
+  // A pipeline's stages all load the same batches: one data-parallel worker, nothing to sum.
+  const bool pipelined = o.pipeline.stages != 1;
+  const int workers = ps ? ps->workers : pipelined ? 1 : group.size;
+  const SumAcrossRanks summer = ps || pipelined ? SumAcrossRanks{} : group.summer();
   BatchNormRun bn_run{o.batch / std::max(1, o.accumulate),
-                      ps ? 0 : group.rank,
-                      ps ? 1 : group.size,
-                      group.active() && !ps,
+                      ps || pipelined ? 0 : group.rank,
+                      ps || pipelined ? 1 : group.size,
+                      group.active() && !ps && !pipelined,
                       ps.has_value(),
                       {},
                       {}};
@@ -216,8 +220,14 @@ int run_train(TrainOptions o) {
   const ModelInput input{train.channels, train.height, train.width, train.num_classes};
   auto model = make_model(o.model, input, rng);
   if (wants_zero_gamma(o.large_batch)) init::zero_residual_gammas(*model);
-  auto optimizer = make_optimizer(o.optimizer, model->parameters());
   const Shape sample{input.channels, input.height, input.width};
+  const std::optional<PipelineSetup> pipe = pipeline_setup(
+      o.pipeline, group, *model, sample, o.timeout,
+      {ps.has_value(), o.accumulate, o.double_buffering, o.large_batch.sync_bn,
+       !o.checkpoint.dir.empty() || o.checkpoint.resume, !o.profile.empty(), !o.trace.empty(), o.large_batch.bn_stats});
+  auto* chain = dynamic_cast<Sequential*>(model.get());
+  auto optimizer = make_optimizer(
+      o.optimizer, pipe ? PipelineUpdater::stage_parameters(*chain, pipe->bounds, group.rank) : model->parameters());
   const SlowdownConfig slowdown = slowdown_config(o.slowdown, workers, o.seed);
   std::optional<perf::ParameterServerShape> ps_shape;
   if (ps) {
@@ -237,10 +247,10 @@ int run_train(TrainOptions o) {
   }
   if (ps && group.rank >= ps->workers) return run_parameter_server(group, *ps, o.optimizer, model->num_parameters());
 
-  const Sampler sampler(train.size(), SamplerConfig::train(o.batch, o.seed, group.rank, workers));
-  // Parameter-server workers: worker 0 evaluates the whole test set alone.
-  const Sampler test_sampler(test.size(), ps ? SamplerConfig::eval(o.eval_batch, 0, 1)
-                                             : SamplerConfig::eval(o.eval_batch, group.rank, group.size));
+  const Sampler sampler(train.size(), SamplerConfig::train(o.batch, o.seed, pipe ? 0 : group.rank, workers));
+  // Parameter-server workers and pipelines: rank 0 evaluates the whole test set alone.
+  const Sampler test_sampler(test.size(), ps || pipe ? SamplerConfig::eval(o.eval_batch, 0, 1)
+                                                     : SamplerConfig::eval(o.eval_batch, group.rank, group.size));
   LoaderOptions train_loading;
   train_loading.prefetch = o.prefetch;
   train_loading.augment = augment;
@@ -264,6 +274,10 @@ int run_train(TrainOptions o) {
         fmt::print(", each push at {}, server momentum {:.3g}", rate,
                    ps::server_optimizer(o.optimizer, ps->async_momentum, o.ps.sync, ps->workers).momentum);
       }
+    } else if (pipe) {
+      fmt::print(", {} pipeline stages ({}), {} micro-batches of {}, {}", group.size,
+                 pipeline::describe(*chain, pipe->bounds), pipe->micro_batches, o.batch / pipe->micro_batches,
+                 pipeline::schedule_name(pipe->schedule));
     } else if (group.active()) {
       fmt::print(" per rank x {} ranks, allreduce {} in {}, {}", group.size, o.allreduce, o.comm_dtype,
                  group.describe_chunk());
@@ -285,6 +299,12 @@ int run_train(TrainOptions o) {
   nlohmann::json config = config_record(o, train, model->num_parameters());
   config["world_size"] = group.size;
   config.update(large_batch);
+  if (pipe) {
+    config["pipeline"] = group.size;
+    config["micro_batches"] = pipe->micro_batches;
+    config["pipeline_schedule"] = pipeline::schedule_name(pipe->schedule);
+    config["stages"] = pipeline::describe(*chain, pipe->bounds);
+  }
   if (ps) {
     config["mode"] = "ps";
     config["servers"] = ps->servers;
@@ -318,7 +338,12 @@ int run_train(TrainOptions o) {
   if (slowdown.active()) config["slowdown"] = slowdown_json(slowdown);
   std::unique_ptr<Updater> updater;
   DataParallelUpdater* data_parallel = nullptr;
-  if (ps) {
+  PipelineUpdater* pipeline_stage = nullptr;
+  if (pipe) {
+    auto pu = std::make_unique<PipelineUpdater>(*chain, *optimizer, group.comm->transport(), *pipe);
+    pipeline_stage = pu.get();
+    updater = std::move(pu);
+  } else if (ps) {
     // The servers' momentum correction continues from the rate of the step before the resumed one.
     if (ps_start > 0) optimizer->set_applied_lr(lr_at_iteration(*schedule, ps_start - 1, sampler.batches_per_epoch()));
     auto psu = std::make_unique<ps::PsUpdater>(*model, *optimizer, group.comm->transport(), *ps, ps_start > 0);
@@ -355,8 +380,13 @@ int run_train(TrainOptions o) {
   bn_run.exact_sum = ps ? SumAcrossRanks{} : group.exact_summer();
   bn_run.loading = train_loading;
   std::unique_ptr<Extension> bn_stats = apply_batch_norm_flags(o.large_batch, *model, train, bn_run);
+  if (pipeline_stage != nullptr) {
+    // Every stage's trained part into every rank's whole model, before rank 0 evaluates it.
+    trainer.add_extension(std::make_unique<PipelineGatherExtension>(
+        *pipeline_stage, [&group](const std::function<void(comm::Communicator&)>& job) { group.worker->run(job); }));
+  }
   if (bn_stats && (!ps || leader)) trainer.add_extension(std::move(bn_stats));
-  if (!ps || leader) {
+  if ((!ps && !pipe) || leader) {
     trainer.add_extension(std::make_unique<EvaluatorExtension>(*model, test, test_sampler, test_loading, summer));
   }
   if (checkpointer) trainer.add_extension(checkpointer->extension());
@@ -526,6 +556,7 @@ Action register_train(CLI::App& app) {
   add_checkpoint_flags(*t, o->checkpoint);
   add_slowdown_flags(*t, o->slowdown);
   add_ps_flags(*t, o->ps);
+  add_pipeline_flags(*t, o->pipeline);
   add_large_batch_flags(*t, o->large_batch, o->optimizer);
   return [t, o, momentum]() {
     if (!t->parsed()) return -1;

@@ -28,6 +28,7 @@ StageRunner::StageRunner(Module& stage, P2P& p2p, StageConfig config)
 StageStep StageRunner::run(const Tensor& inputs, const Tensor& labels, double label_smoothing) {
   const int m = config_.micro_batches;
   const std::int64_t batch = inputs.size(0);
+  if (m > kMaxP2PTag) throw InputError(fmt::format("--micro-batches must be at most {}, got {}", kMaxP2PTag, m));
   if (batch % m != 0)
     throw InputError(
         fmt::format("--micro-batches {} does not divide the batch of {} rows: use a divisor of {}", m, batch, batch));
@@ -59,8 +60,7 @@ StageStep StageRunner::run(const Tensor& inputs, const Tensor& labels, double la
           const Tensor y_rows = labels.slice_rows(i * rows, (i + 1) * rows);
           Variable loss = ops::softmax_cross_entropy(y, y_rows, label_smoothing);
           const double value = loss.data().item();
-          if (!std::isfinite(value))
-            throw NumericError(fmt::format("the loss of micro-batch {} became {}: lower the learning rate", i, value));
+          if (!std::isfinite(value)) out.loss_finite = false;
           loss_sum += value;
           out.correct += ops::count_correct(y.data(), y_rows);
           out.samples += rows;

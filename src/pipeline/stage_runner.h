@@ -40,6 +40,7 @@ struct ActionRecord {
 struct StageStep {
   double loss = 0;                        // the mean of the micro-batches' losses (last stage only)
   std::int64_t correct = 0, samples = 0;  // last stage only
+  bool loss_finite = true;                // last stage only: every micro-batch's loss was finite
   int peak_in_flight = 0;                 // the most micro-batches whose activations the stage held at once
   double forward_s = 0, backward_s = 0;   // compute, without the waits
   double wait_s = 0;                      // waiting for activations and gradients
@@ -54,7 +55,8 @@ class StageRunner {
 
   // The step over `inputs` (read by the first stage) and `labels` (read by the last), both the
   // whole batch, split in micro_batches equal slices: InputError naming both numbers when
-  // micro_batches does not divide the batch. A non-finite micro-batch loss throws NumericError.
+  // micro_batches does not divide the batch. A non-finite micro-batch loss does not stop the
+  // schedule (the other stages would wait for it): loss_finite says so after the step.
   StageStep run(const Tensor& inputs, const Tensor& labels, double label_smoothing = 0);
 
   const StageConfig& config() const { return config_; }

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "nn/summary.h"
 
 namespace dtrain::pipeline {
 
@@ -70,6 +71,16 @@ StageBounds split_balanced(const std::vector<double>& costs, int stages) {
   bounds[k_count] = n;
   for (std::size_t k = k_count; k > 0; --k) bounds[k - 1] = from[k][bounds[k]];
   return bounds;
+}
+
+std::vector<double> layer_flops(Sequential& model, const Shape& sample_shape) {
+  std::vector<double> out(model.size(), 0.0);
+  for (const LayerSummary& l : summarize(model, sample_shape))
+    for (std::size_t i = 0; i < model.size(); ++i) {
+      const std::string& name = model.layer_name(i);
+      if (l.path == name || l.path.starts_with(name + ".")) out[i] += l.forward_flops + l.backward_flops;
+    }
+  return out;
 }
 
 std::shared_ptr<Sequential> make_stage(const Sequential& model, std::size_t begin, std::size_t end) {

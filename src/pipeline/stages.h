@@ -25,6 +25,10 @@ StageBounds split_at(const Sequential& model, const std::vector<std::string>& st
 // best[k][j] = min over i of max(best[k-1][i], cost(i, j)). InputError when K exceeds the layers.
 StageBounds split_balanced(const std::vector<double>& layer_costs, int stages);
 
+// Each layer's forward and backward FLOPs per sample (nn/summary.h, Paleo's counting): the cost
+// split_balanced balances when no measured per-layer times are at hand.
+std::vector<double> layer_flops(Sequential& model, const Shape& sample_shape);
+
 // The layers [begin, end) of `model` as one stage.
 std::shared_ptr<Sequential> make_stage(const Sequential& model, std::size_t begin, std::size_t end);
 

@@ -1,0 +1,95 @@
+#include "apps/dtrain/pipeline_flags.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace dtrain::cli {
+
+void add_pipeline_flags(CLI::App& command, PipelineFlags& flags) {
+  command
+      .add_option("--pipeline", flags.stages,
+                  "Pipeline stages K: split the model by layers over K ranks (mpirun -np K), one stage per rank")
+      ->capture_default_str();
+  command
+      .add_option("--micro-batches", flags.micro_batches,
+                  "--pipeline: micro-batches M per step (divides --batch); the bubble is (K-1)/(M+K-1) of a step")
+      ->capture_default_str();
+  command
+      .add_option("--pipeline-schedule", flags.schedule,
+                  "--pipeline: 1f1b (at most K-s micro-batches' activations on stage s) or gpipe (fill-drain, M)")
+      ->capture_default_str();
+  command.add_option("--split", flags.split,
+                     "--pipeline: the layers where stages 2..K start, comma-separated (e.g. f2); default: stages "
+                     "balanced by the layers' forward and backward FLOPs");
+}
+
+namespace {
+
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    out.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return out;
+}
+
+void refuse(bool given, const std::string& what) {
+  if (given)
+    throw InputError(fmt::format("--pipeline does not combine with {} yet: drop it, or run without --pipeline", what));
+}
+
+}  // namespace
+
+std::optional<PipelineSetup> pipeline_setup(const PipelineFlags& f, const ProcessGroup& group, Module& model,
+                                            const Shape& sample, double timeout_s, const PipelineRunOptions& run) {
+  if (f.stages == 1) {
+    if (f.micro_batches != 1 || !f.split.empty() || f.schedule != "1f1b")
+      throw InputError("--micro-batches, --split and --pipeline-schedule set up a pipeline: add --pipeline K (K >= 2)");
+    return std::nullopt;
+  }
+  if (f.stages < 1) throw InputError(fmt::format("--pipeline must be at least 1, got {}", f.stages));
+  if (f.micro_batches < 1) throw InputError(fmt::format("--micro-batches must be at least 1, got {}", f.micro_batches));
+  if (group.size % f.stages != 0)
+    throw InputError(
+        fmt::format("--pipeline {}: the {} ranks do not divide into {}-stage pipelines; start "
+                    "mpirun -np {} (a multiple of K)",
+                    f.stages, group.size, f.stages, f.stages));
+  if (group.size != f.stages)
+    throw InputError(
+        fmt::format("--pipeline {} with {} ranks would make data-parallel replicas of the pipeline, which "
+                    "are not built yet: start mpirun -np {}",
+                    f.stages, group.size, f.stages));
+  refuse(run.parameter_server, "--mode ps");
+  refuse(run.accumulate != 1, "--accumulate (use --micro-batches)");
+  refuse(run.double_buffering, "--double-buffering");
+  refuse(run.sync_bn, "--sync-bn");
+  refuse(run.checkpoint, "checkpoints (--checkpoint-dir, --resume)");
+  refuse(run.profile, "--profile");
+  refuse(run.trace, "--trace");
+  refuse(run.bn_stats != "running", "--bn-stats " + run.bn_stats);
+  auto* chain = dynamic_cast<Sequential*>(&model);
+  if (chain == nullptr)
+    throw InputError(
+        fmt::format("--pipeline splits a chain of layers (mlp, lenet); this model ({}) is not one yet", model.type()));
+  PipelineSetup setup;
+  setup.schedule = pipeline::parse_schedule(f.schedule);
+  setup.micro_batches = f.micro_batches;
+  setup.sample = sample;
+  setup.timeout_s = timeout_s;
+  if (!f.split.empty()) {
+    const auto names = split_names(f.split);
+    if (static_cast<int>(names.size()) != f.stages - 1)
+      throw InputError(fmt::format("--split names {} layers, but --pipeline {} needs {} (where stages 2..{} start)",
+                                   names.size(), f.stages, f.stages - 1, f.stages));
+    setup.bounds = pipeline::split_at(*chain, names);
+  } else {
+    setup.bounds = pipeline::split_balanced(pipeline::layer_flops(*chain, sample), f.stages);
+  }
+  return setup;
+}
+
+}  // namespace dtrain::cli

@@ -1,0 +1,44 @@
+// `dtrain train --pipeline K --micro-batches M [--pipeline-schedule 1f1b|gpipe] [--split L,...]`:
+// pipeline-parallel training (src/pipeline, parallel/pipeline_updater.h) under mpirun -np K, one
+// stage per rank. Every rank loads the same batches; rank 0 evaluates the whole model, gathered
+// from the stages after each epoch, and writes the log.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "apps/dtrain/distributed.h"
+#include "parallel/pipeline_updater.h"
+
+namespace dtrain::cli {
+
+struct PipelineFlags {
+  int stages = 1;
+  int micro_batches = 1;
+  std::string schedule = "1f1b";
+  std::string split;  // the layers where stages 2..K start, comma-separated; empty: balanced
+};
+
+void add_pipeline_flags(CLI::App& command, PipelineFlags& flags);
+
+// What the flags ask for: nullopt for --pipeline 1. InputError naming the fix for a pipeline flag
+// without --pipeline, ranks that are not K (not divisible by K: the constraint; a multiple: data-
+// parallel replicas of a pipeline are not built yet), a model that is not a chain of layers
+// (resnet), more stages than layers, a --split layer the model lacks, and the run options a
+// pipeline does not combine with yet (named in the error).
+struct PipelineRunOptions {
+  bool parameter_server = false;
+  int accumulate = 1;
+  bool double_buffering = false;
+  bool sync_bn = false;
+  bool checkpoint = false;
+  bool profile = false;
+  bool trace = false;
+  std::string bn_stats = "running";
+};
+std::optional<PipelineSetup> pipeline_setup(const PipelineFlags& flags, const ProcessGroup& group, Module& model,
+                                            const Shape& sample, double timeout_s, const PipelineRunOptions& run);
+
+}  // namespace dtrain::cli

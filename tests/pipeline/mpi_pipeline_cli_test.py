@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Pipeline-parallel `dtrain train --pipeline K` under mpirun, end to end (tests/pipeline/tests.cmake).
+
+usage: mpi_pipeline_cli_test.py DTRAIN CASE
+  loss_curve   lenet as a 2-stage and mlp as a 3-stage pipeline, 1f1b and gpipe, follow one process
+               with the same batch step by step (relative loss difference < 1e-5 over 20 steps) and
+               end at the same test accuracy (the stages' parameters gathered into rank 0's model)
+  bad_input    ranks not divisible by K, more stages than layers, a --split layer the model lacks,
+               micro-batches that do not divide the batch and a model that is not a chain each stop
+               at once with the constraint named
+"""
+import json, os, subprocess, sys, tempfile
+
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
+COMMON = ["--limit", "640", "--epochs", "1", "--eval-limit", "200", "--threads", "1", "--batch", "32",
+          "--schedule", "constant", "--lr", "0.02", "--log-every", "1", "--progress", "none"]
+
+
+def run(cmd, timeout=300):
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout + p.stderr
+
+
+def records(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def loss_curve(dtrain):
+    for model, stages, extra in [("lenet", 2, ["--pipeline-schedule", "1f1b", "--micro-batches", "4"]),
+                                 ("mlp", 3, ["--pipeline-schedule", "gpipe", "--micro-batches", "8"]),
+                                 ("mlp", 2, ["--split", "f3", "--micro-batches", "2"])]:
+        with tempfile.TemporaryDirectory() as d:
+            single, piped = os.path.join(d, "single.jsonl"), os.path.join(d, "piped.jsonl")
+            rc, out = run([dtrain, "train", "--model", model, *COMMON, "--log", single])
+            assert rc == 0, out
+            rc, out = run(MPIRUN + ["-np", str(stages), dtrain, "train", "--model", model, *COMMON, "--pipeline",
+                                    str(stages), *extra, "--log", piped])
+            assert rc == 0, out
+            a = [r["loss"] for r in records(single) if r["type"] == "step"]
+            b = [r["loss"] for r in records(piped) if r["type"] == "step"]
+            assert len(a) == len(b) == 20, (len(a), len(b))
+            worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
+            assert worst < 1e-5, (model, stages, worst, a, b)
+            acc_a = [r["test_accuracy"] for r in records(single) if r["type"] == "epoch"]
+            acc_b = [r["test_accuracy"] for r in records(piped) if r["type"] == "epoch"]
+            assert acc_a == acc_b, (acc_a, acc_b)
+            config = records(piped)[0]
+            assert config["pipeline"] == stages and "|" in config["stages"], config
+            print(f"{model} {stages} stages {' '.join(extra)}: loss within {worst:.1e}, accuracy {acc_b}")
+
+
+def bad_input(dtrain):
+    cases = [
+        (3, ["--model", "mlp", "--pipeline", "2"], "do not divide into 2-stage pipelines"),
+        (2, ["--model", "mlp", "--pipeline", "2", "--split", "f9"], "no layer of that name; its layers are flatten"),
+        (2, ["--model", "mlp", "--pipeline", "2", "--micro-batches", "5"], "--micro-batches 5 does not divide"),
+        (2, ["--model", "resnet20", "--pipeline", "2"], "chain of layers"),
+        (1, ["--model", "mlp", "--micro-batches", "2"], "add --pipeline K"),
+    ]
+    for ranks, flags, expected in cases:
+        rc, out = run(MPIRUN + ["-np", str(ranks), dtrain, "train", *COMMON, *flags], timeout=120)
+        assert rc != 0 and expected in out, (flags, rc, out[-2000:])
+    # More stages than layers: mlp has 6.
+    rc, out = run(MPIRUN + ["-np", "7", dtrain, "train", "--model", "mlp", *COMMON, "--pipeline", "7"], timeout=120)
+    assert rc != 0 and "only 6 layers" in out, out[-2000:]
+    print("bad input: every case named its constraint")
+
+
+if __name__ == "__main__":
+    dtrain, case = sys.argv[1], sys.argv[2]
+    {"loss_curve": loss_curve, "bad_input": bad_input}[case](dtrain)
