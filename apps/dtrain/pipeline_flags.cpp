@@ -44,6 +44,28 @@ void refuse(bool given, const std::string& what) {
 
 }  // namespace
 
+PipelineSetup pipeline_stages(const PipelineFlags& f, Module& model, const Shape& sample) {
+  if (f.micro_batches < 1) throw InputError(fmt::format("--micro-batches must be at least 1, got {}", f.micro_batches));
+  auto* chain = dynamic_cast<Sequential*>(&model);
+  if (chain == nullptr)
+    throw InputError(
+        fmt::format("--pipeline splits a chain of layers (mlp, lenet); this model ({}) is not one yet", model.type()));
+  PipelineSetup setup;
+  setup.schedule = pipeline::parse_schedule(f.schedule);
+  setup.micro_batches = f.micro_batches;
+  setup.sample = sample;
+  if (!f.split.empty()) {
+    const auto names = split_names(f.split);
+    if (static_cast<int>(names.size()) != f.stages - 1)
+      throw InputError(fmt::format("--split names {} layers, but --pipeline {} needs {} (where stages 2..{} start)",
+                                   names.size(), f.stages, f.stages - 1, f.stages));
+    setup.bounds = pipeline::split_at(*chain, names);
+  } else {
+    setup.bounds = pipeline::split_balanced(pipeline::layer_flops(*chain, sample), f.stages);
+  }
+  return setup;
+}
+
 std::optional<PipelineSetup> pipeline_setup(const PipelineFlags& f, const ProcessGroup& group, Module& model,
                                             const Shape& sample, double timeout_s, const PipelineRunOptions& run) {
   if (f.stages == 1) {
@@ -71,24 +93,8 @@ std::optional<PipelineSetup> pipeline_setup(const PipelineFlags& f, const Proces
   refuse(run.profile, "--profile");
   refuse(run.trace, "--trace");
   refuse(run.bn_stats != "running", "--bn-stats " + run.bn_stats);
-  auto* chain = dynamic_cast<Sequential*>(&model);
-  if (chain == nullptr)
-    throw InputError(
-        fmt::format("--pipeline splits a chain of layers (mlp, lenet); this model ({}) is not one yet", model.type()));
-  PipelineSetup setup;
-  setup.schedule = pipeline::parse_schedule(f.schedule);
-  setup.micro_batches = f.micro_batches;
-  setup.sample = sample;
+  PipelineSetup setup = pipeline_stages(f, model, sample);
   setup.timeout_s = timeout_s;
-  if (!f.split.empty()) {
-    const auto names = split_names(f.split);
-    if (static_cast<int>(names.size()) != f.stages - 1)
-      throw InputError(fmt::format("--split names {} layers, but --pipeline {} needs {} (where stages 2..{} start)",
-                                   names.size(), f.stages, f.stages - 1, f.stages));
-    setup.bounds = pipeline::split_at(*chain, names);
-  } else {
-    setup.bounds = pipeline::split_balanced(pipeline::layer_flops(*chain, sample), f.stages);
-  }
   return setup;
 }
 

@@ -38,6 +38,11 @@ struct PipelineRunOptions {
   bool trace = false;
   std::string bn_stats = "running";
 };
+// The schedule, micro-batches and stage cut the flags ask for (K >= 2), without the run's checks:
+// what `dtrain predict --pipeline` prices. InputError for a model that is not a chain of layers,
+// more stages than layers or a --split layer the model lacks.
+PipelineSetup pipeline_stages(const PipelineFlags& flags, Module& model, const Shape& sample);
+
 std::optional<PipelineSetup> pipeline_setup(const PipelineFlags& flags, const ProcessGroup& group, Module& model,
                                             const Shape& sample, double timeout_s, const PipelineRunOptions& run);
 

@@ -5,9 +5,11 @@
 #include <fstream>
 
 #include "apps/dtrain/commands.h"
+#include "apps/dtrain/pipeline_flags.h"
 #include "core/error.h"
 #include "nn/models/models.h"
 #include "perfmodel/layer_cost.h"
+#include "perfmodel/pipeline_prediction.h"
 #include "perfmodel/predicted_trace.h"
 #include "perfmodel/profile.h"
 #include "perfmodel/published.h"
@@ -32,7 +34,36 @@ struct PredictOptions {
   bool breakdown = false;
   std::string trace;
   int trace_steps = 10;
+  PipelineFlags pipeline;
 };
+
+// --pipeline K: one replica of a K-stage pipeline, the batch split in --micro-batches, the stages
+// cut as dtrain train cuts them (pipeline_flags.h).
+int predict_pipeline(const PredictOptions& o) {
+  const perf::ScalingQuery& q = o.query;
+  if (q.profile.empty()) throw InputError("dtrain predict needs --profile (see --list-profiles)");
+  const perf::DatasetInfo& d = perf::dataset_info(q.dataset);
+  Rng rng(0);
+  auto model = make_model(q.model, ModelInput{d.channels, d.height, d.width, d.classes}, rng);
+  const Shape sample{d.channels, d.height, d.width};
+  const PipelineSetup setup = pipeline_stages(o.pipeline, *model, sample);
+  const auto& chain = dynamic_cast<const Sequential&>(*model);
+  perf::PipelineShape shape;
+  shape.schedule = setup.schedule;
+  shape.micro_batches = setup.micro_batches;
+  shape.batch = q.batch_per_worker;
+  for (std::size_t s = 0; s + 1 < setup.bounds.size(); ++s) {
+    shape.stage_layers.emplace_back();
+    for (std::size_t i = setup.bounds[s]; i < setup.bounds[s + 1]; ++i)
+      shape.stage_layers.back().push_back(chain.layer_name(i));
+  }
+  const perf::Profile profile = perf::load_profile(q.profile);
+  const perf::Workload workload = perf::describe_model(*model, sample, q.model);
+  const perf::PipelinePrediction p = perf::predict_pipeline(workload, profile, shape);
+  fmt::print("{} on {}, batch {} per step\nprofile {}\n{}", q.model, q.dataset, q.batch_per_worker,
+             perf::describe_profile(profile), perf::describe_pipeline(p, shape));
+  return 0;
+}
 
 int list_profiles() {
   const perf::ProfileNames n = perf::builtin_profile_names();
@@ -76,6 +107,7 @@ int run_predict(const PredictOptions& o) {
     fmt::print("{}", perf::format_published(perf::check_published_runs()));
     return 0;
   }
+  if (o.pipeline.stages != 1) return predict_pipeline(o);
   perf::ScalingQuery q = o.query;
   const BnStatisticsConfig bn = parse_bn_statistics(o.bn_stats);
   if (bn.mode == BnStatistics::kPopulation)
@@ -189,6 +221,7 @@ Action register_predict(CLI::App& app) {
   p->add_flag("--json", o->json, "Print JSON for tools instead of the table");
   p->add_option("--plot", o->plot, "Write an SVG chart of time per epoch and efficiency against workers");
   p->add_flag("--list-profiles", o->list_profiles, "List the built-in hardware profiles");
+  add_pipeline_flags(*p, o->pipeline);
   p->add_flag("--breakdown", o->breakdown, "Also print where a worker's compute time goes, per layer kind");
   p->add_option("--trace", o->trace,
                 "Write the predicted timeline of --trace-steps steps as a Chrome trace, as dtrain train --trace writes "

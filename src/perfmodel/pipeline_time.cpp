@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 
-namespace dtrain::perfmodel {
+namespace dtrain::perf {
 
 using pipeline::Action;
 using pipeline::ActionKind;
@@ -107,4 +107,4 @@ PipelineTiming simulate_pipeline(pipeline::ScheduleKind kind, int micro_batches,
                            transfer_s);
 }
 
-}  // namespace dtrain::perfmodel
+}  // namespace dtrain::perf

@@ -18,7 +18,7 @@
 
 #include "pipeline/schedule.h"
 
-namespace dtrain::perfmodel {
+namespace dtrain::perf {
 
 struct StageTime {
   double forward_s = 0;   // one micro-batch's forward on this stage
@@ -50,4 +50,4 @@ PipelineTiming simulate_pipeline(const std::vector<std::vector<pipeline::Action>
 PipelineTiming simulate_pipeline(pipeline::ScheduleKind kind, int micro_batches, const std::vector<StageTime>& stages,
                                  const std::vector<double>& transfer_s);
 
-}  // namespace dtrain::perfmodel
+}  // namespace dtrain::perf

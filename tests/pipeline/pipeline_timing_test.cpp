@@ -58,8 +58,8 @@ TEST(PipelineTiming, SleepingStagesTakeThePredictedStepAndIdleShare) {
           const std::lock_guard lock(mu);
           steps[static_cast<std::size_t>(s)] = r;
         });
-        const auto predicted = perfmodel::simulate_pipeline(
-            kind, m, std::vector<perfmodel::StageTime>(k, {kForward, kBackward}), std::vector<double>(k - 1, 0.0));
+        const auto predicted = perf::simulate_pipeline(kind, m, std::vector<perf::StageTime>(k, {kForward, kBackward}),
+                                                       std::vector<double>(k - 1, 0.0));
         const double measured = steps[0].seconds;  // the first stage starts first and ends last
         EXPECT_NEAR(measured / predicted.step_s, 1.0, 0.05)
             << schedule_name(kind) << " K=" << k << " m=" << m << ": measured " << measured << " s, predicted "

@@ -12,8 +12,8 @@
 namespace dtrain::pipeline {
 namespace {
 
-using perfmodel::simulate_pipeline;
-using perfmodel::StageTime;
+using perf::simulate_pipeline;
+using perf::StageTime;
 
 TEST(PipelineSchedule, GPipeRunsEveryForwardThenEveryBackward) {
   EXPECT_EQ(describe(stage_actions(ScheduleKind::kGPipe, 3, 1, 3)), "F0 F1 F2 B0 B1 B2");

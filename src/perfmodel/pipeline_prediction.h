@@ -1,0 +1,46 @@
+// A pipeline-parallel step priced from a profile: each stage's forward and backward per
+// micro-batch from its layers (layer_cost.h), each boundary's transfer from the intra-node link
+// (alpha + bytes / bandwidth of one micro-batch's activations, f32), run on the schedule's clock
+// (pipeline_time.h) so that an unbalanced pipeline is priced by the waits its slowest stage
+// causes; then the slowest stage's optimizer update (every stage updates at once).
+//   step = clock(f_s, b_s, t_s; schedule, m) + max_s(params_s / update rate)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "perfmodel/pipeline_time.h"
+#include "perfmodel/profile.h"
+#include "perfmodel/workload.h"
+
+namespace dtrain::perf {
+
+struct PipelineShape {
+  pipeline::ScheduleKind schedule = pipeline::ScheduleKind::kOneFOneB;
+  int micro_batches = 1;
+  std::int64_t batch = 0;  // samples per step (all micro-batches)
+  // Stage s holds the workload layers whose path is, or lies under, one of stage_layers[s]
+  // (the names of the chain's top-level layers, pipeline/stages.h).
+  std::vector<std::vector<std::string>> stage_layers;
+};
+
+struct PipelinePrediction {
+  std::vector<perf::StageTime> stages;  // per micro-batch
+  std::vector<double> transfer_s;       // per boundary, per message
+  std::vector<double> boundary_bytes;   // per boundary, per message
+  std::vector<double> update_s;         // per stage
+  perf::PipelineTiming clock;
+  double step_s = 0;  // clock.step_s + the slowest update
+};
+
+// InputError when the batch is not a multiple of the micro-batches or a workload layer belongs
+// to no stage.
+PipelinePrediction predict_pipeline(const Workload& workload, const Profile& profile, const PipelineShape& shape);
+
+// The table `dtrain predict --pipeline` prints: per stage, its layers' time, the transfer, the
+// idle share; then the step, the bubble and the throughput.
+std::string describe_pipeline(const PipelinePrediction& p, const PipelineShape& shape);
+
+}  // namespace dtrain::perf

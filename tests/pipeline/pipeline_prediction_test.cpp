@@ -1,0 +1,63 @@
+// dtrain predict --pipeline's arithmetic (perfmodel/pipeline_prediction.h): each stage is the
+// sum of its layers' roofline times, each boundary one micro-batch's activations over the
+// intra-node link, the step the schedule's clock plus the slowest stage's update.
+#include "perfmodel/pipeline_prediction.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "perfmodel/layer_cost.h"
+
+namespace dtrain::perf {
+namespace {
+
+PipelineShape mlp_in_two(int m) {
+  PipelineShape shape;
+  shape.micro_batches = m;
+  shape.batch = 64;
+  shape.stage_layers = {{"flatten", "f1", "relu1"}, {"f2", "relu2", "f3"}};
+  return shape;
+}
+
+TEST(PipelinePrediction, StagesAreTheirLayersAndTheStepIsTheClockPlusTheSlowestUpdate) {
+  const Workload w = describe_zoo_model("mlp", "fashion-mnist");
+  const Profile profile = load_profile("2xa100-nvlink3");
+  const PipelinePrediction p = predict_pipeline(w, profile, mlp_in_two(4));
+  double f0 = 0, b1 = 0;
+  for (const LayerSummary& l : w.layers) {
+    const LayerTime t = layer_time(l, 16, profile.device);
+    if (l.path == "flatten" || l.path == "f1" || l.path == "relu1") f0 += t.forward.seconds;
+    if (l.path == "f2" || l.path == "relu2" || l.path == "f3") b1 += t.backward.seconds;
+  }
+  EXPECT_DOUBLE_EQ(p.stages[0].forward_s, f0);
+  EXPECT_DOUBLE_EQ(p.stages[1].backward_s, b1);
+  EXPECT_DOUBLE_EQ(p.boundary_bytes[0], 4.0 * 512 * 16);
+  const LinkProfile& link = profile.node.intra_link;
+  EXPECT_DOUBLE_EQ(p.transfer_s[0], link.latency.value + 4.0 * 512 * 16 / link.one_way());
+  const PipelineTiming clock = simulate_pipeline(pipeline::ScheduleKind::kOneFOneB, 4, p.stages, p.transfer_s);
+  EXPECT_DOUBLE_EQ(p.step_s, clock.step_s + std::max(p.update_s[0], p.update_s[1]));
+  EXPECT_DOUBLE_EQ(p.update_s[0], (784.0 * 512 + 512) / profile.device.update.value);
+}
+
+TEST(PipelinePrediction, MoreMicroBatchesShrinkTheBubble) {
+  const Workload w = describe_zoo_model("mlp", "fashion-mnist");
+  const Profile profile = load_profile("2xa100-nvlink3");
+  double previous = 1.0;
+  for (int m : {1, 2, 4, 8}) {
+    const double bubble = predict_pipeline(w, profile, mlp_in_two(m)).clock.bubble_fraction();
+    EXPECT_LT(bubble, previous) << m;
+    previous = bubble;
+  }
+}
+
+TEST(PipelinePrediction, BadShapesNameTheProblem) {
+  const Workload w = describe_zoo_model("mlp", "fashion-mnist");
+  const Profile profile = load_profile("2xa100-nvlink3");
+  EXPECT_THROW(predict_pipeline(w, profile, mlp_in_two(5)), InputError);
+  PipelineShape missing = mlp_in_two(2);
+  missing.stage_layers[1].pop_back();
+  EXPECT_THROW(predict_pipeline(w, profile, missing), InputError);
+}
+
+}  // namespace
+}  // namespace dtrain::perf
