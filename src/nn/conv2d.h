@@ -19,6 +19,7 @@ class Conv2d : public Module {
   std::int64_t kernel() const { return kernel_; }
   const Conv2dGeometry& geometry() const { return geometry_; }
   const Variable& weight() const { return weight_; }
+  const Variable& bias() const { return bias_; }  // undefined without a bias
 
  private:
   std::int64_t in_, out_, kernel_;
