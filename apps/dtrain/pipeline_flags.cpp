@@ -9,7 +9,8 @@ namespace dtrain::cli {
 void add_pipeline_flags(CLI::App& command, PipelineFlags& flags) {
   command
       .add_option("--pipeline", flags.stages,
-                  "Pipeline stages K: split the model by layers over K ranks (mpirun -np K), one stage per rank")
+                  "Pipeline stages K: split the model by layers over K ranks, one stage per rank; mpirun -np P runs "
+                  "P/K data-parallel replicas of the pipeline")
       ->capture_default_str();
   command
       .add_option("--micro-batches", flags.micro_batches,
@@ -49,7 +50,7 @@ PipelineSetup pipeline_stages(const PipelineFlags& f, Module& model, const Shape
   auto* chain = dynamic_cast<Sequential*>(&model);
   if (chain == nullptr)
     throw InputError(
-        fmt::format("--pipeline splits a chain of layers (mlp, lenet); this model ({}) is not one yet", model.type()));
+        fmt::format("--pipeline splits a chain of layers (mlp, lenet, the CIFAR ResNets); this model ({}) is not one yet", model.type()));
   PipelineSetup setup;
   setup.schedule = pipeline::parse_schedule(f.schedule);
   setup.micro_batches = f.micro_batches;
@@ -80,11 +81,6 @@ std::optional<PipelineSetup> pipeline_setup(const PipelineFlags& f, const Proces
         fmt::format("--pipeline {}: the {} ranks do not divide into {}-stage pipelines; start "
                     "mpirun -np {} (a multiple of K)",
                     f.stages, group.size, f.stages, f.stages));
-  if (group.size != f.stages)
-    throw InputError(
-        fmt::format("--pipeline {} with {} ranks would make data-parallel replicas of the pipeline, which "
-                    "are not built yet: start mpirun -np {}",
-                    f.stages, group.size, f.stages));
   refuse(run.parameter_server, "--mode ps");
   refuse(run.accumulate != 1, "--accumulate (use --micro-batches)");
   refuse(run.double_buffering, "--double-buffering");
@@ -95,6 +91,12 @@ std::optional<PipelineSetup> pipeline_setup(const PipelineFlags& f, const Proces
   refuse(run.bn_stats != "running", "--bn-stats " + run.bn_stats);
   PipelineSetup setup = pipeline_stages(f, model, sample);
   setup.timeout_s = timeout_s;
+  if (run.allreduce == comm::Algorithm::kShm || run.allreduce == comm::Algorithm::kMpi)
+    throw InputError(
+        fmt::format("--allreduce {} is not offered between a pipeline's replicas (a subset of the ranks): "
+                    "use ring, tree, butterfly or onetoall",
+                    comm::algorithm_name(run.allreduce)));
+  if (run.allreduce != comm::Algorithm::kAuto) setup.allreduce = run.allreduce;
   return setup;
 }
 

@@ -23,11 +23,11 @@ struct PipelineFlags {
 
 void add_pipeline_flags(CLI::App& command, PipelineFlags& flags);
 
-// What the flags ask for: nullopt for --pipeline 1. InputError naming the fix for a pipeline flag
-// without --pipeline, ranks that are not K (not divisible by K: the constraint; a multiple: data-
-// parallel replicas of a pipeline are not built yet), a model that is not a chain of layers
-// (resnet), more stages than layers, a --split layer the model lacks, and the run options a
-// pipeline does not combine with yet (named in the error).
+// What the flags ask for: nullopt for --pipeline 1. P ranks run P/K replicas of the K-stage
+// pipeline. InputError naming the fix for a pipeline flag without --pipeline, ranks not divisible
+// by K, a model that is not a chain of layers, more stages than layers, a --split layer the model
+// lacks, an allreduce a subset of the ranks cannot run (shm, mpi), and the run options a pipeline
+// does not combine with yet (named in the error).
 struct PipelineRunOptions {
   bool parameter_server = false;
   int accumulate = 1;
@@ -37,6 +37,7 @@ struct PipelineRunOptions {
   bool profile = false;
   bool trace = false;
   std::string bn_stats = "running";
+  comm::Algorithm allreduce = comm::Algorithm::kAuto;  // the replicas' gradient allreduce (auto: ring)
 };
 // The schedule, micro-batches and stage cut the flags ask for (K >= 2), without the run's checks:
 // what `dtrain predict --pipeline` prices. InputError for a model that is not a chain of layers,

@@ -192,10 +192,17 @@ int run_train(TrainOptions o) {
   if (ps) check_ps_supports(o.double_buffering);
   // The ranks that train (all but the parameter servers) and the sums over them: a parameter
   // server takes part in no collective after start-up, so parameter-server workers sum nothing.
-  // A pipeline's stages all load the same batches: one data-parallel worker, nothing to sum.
+  // A pipeline's stages load the same batches: its replicas are the data-parallel workers, and
+  // the epoch totals are summed over the replicas of each stage (set once the updater exists).
   const bool pipelined = o.pipeline.stages != 1;
-  const int workers = ps ? ps->workers : pipelined ? 1 : group.size;
-  const SumAcrossRanks summer = ps || pipelined ? SumAcrossRanks{} : group.summer();
+  const int workers = ps          ? ps->workers
+                      : pipelined ? std::max(1, group.size / std::max(1, o.pipeline.stages))
+                                  : group.size;
+  PipelineUpdater* pipeline_stage = nullptr;
+  const SumAcrossRanks summer =
+      ps          ? SumAcrossRanks{}
+      : pipelined ? [&pipeline_stage](std::vector<double>& v) { pipeline_stage->sum_over_replicas(v); }
+                  : group.summer();
   BatchNormRun bn_run{o.batch / std::max(1, o.accumulate),
                       ps || pipelined ? 0 : group.rank,
                       ps || pipelined ? 1 : group.size,
@@ -221,13 +228,14 @@ int run_train(TrainOptions o) {
   auto model = make_model(o.model, input, rng);
   if (wants_zero_gamma(o.large_batch)) init::zero_residual_gammas(*model);
   const Shape sample{input.channels, input.height, input.width};
-  const std::optional<PipelineSetup> pipe = pipeline_setup(
-      o.pipeline, group, *model, sample, o.timeout,
-      {ps.has_value(), o.accumulate, o.double_buffering, o.large_batch.sync_bn,
-       !o.checkpoint.dir.empty() || o.checkpoint.resume, !o.profile.empty(), !o.trace.empty(), o.large_batch.bn_stats});
+  const std::optional<PipelineSetup> pipe =
+      pipeline_setup(o.pipeline, group, *model, sample, o.timeout,
+                     {ps.has_value(), o.accumulate, o.double_buffering, o.large_batch.sync_bn,
+                      !o.checkpoint.dir.empty() || o.checkpoint.resume, !o.profile.empty(), !o.trace.empty(),
+                      o.large_batch.bn_stats, dp.algorithm});
   auto* chain = dynamic_cast<Sequential*>(model.get());
   auto optimizer = make_optimizer(
-      o.optimizer, pipe ? PipelineUpdater::stage_parameters(*chain, pipe->bounds, group.rank) : model->parameters());
+      o.optimizer, pipe ? PipelineUpdater::stage_parameters(*chain, pipe->bounds, group.rank % pipe->stages()) : model->parameters());
   const SlowdownConfig slowdown = slowdown_config(o.slowdown, workers, o.seed);
   std::optional<perf::ParameterServerShape> ps_shape;
   if (ps) {
@@ -247,7 +255,9 @@ int run_train(TrainOptions o) {
   }
   if (ps && group.rank >= ps->workers) return run_parameter_server(group, *ps, o.optimizer, model->num_parameters());
 
-  const Sampler sampler(train.size(), SamplerConfig::train(o.batch, o.seed, pipe ? 0 : group.rank, workers));
+  // A pipeline's replica r reads shard r; its stages read the same.
+  const int shard = pipe ? group.rank / o.pipeline.stages : group.rank;
+  const Sampler sampler(train.size(), SamplerConfig::train(o.batch, o.seed, shard, workers));
   // Parameter-server workers and pipelines: rank 0 evaluates the whole test set alone.
   const Sampler test_sampler(test.size(), ps || pipe ? SamplerConfig::eval(o.eval_batch, 0, 1)
                                                      : SamplerConfig::eval(o.eval_batch, group.rank, group.size));
@@ -275,9 +285,9 @@ int run_train(TrainOptions o) {
                    ps::server_optimizer(o.optimizer, ps->async_momentum, o.ps.sync, ps->workers).momentum);
       }
     } else if (pipe) {
-      fmt::print(", {} pipeline stages ({}), {} micro-batches of {}, {}", group.size,
-                 pipeline::describe(*chain, pipe->bounds), pipe->micro_batches, o.batch / pipe->micro_batches,
-                 pipeline::schedule_name(pipe->schedule));
+      fmt::print(" per replica x {} replica(s) of {} pipeline stages ({}), {} micro-batches of {}, {}", workers,
+                 o.pipeline.stages, pipeline::describe(*chain, pipe->bounds), pipe->micro_batches,
+                 o.batch / pipe->micro_batches, pipeline::schedule_name(pipe->schedule));
     } else if (group.active()) {
       fmt::print(" per rank x {} ranks, allreduce {} in {}, {}", group.size, o.allreduce, o.comm_dtype,
                  group.describe_chunk());
@@ -300,7 +310,8 @@ int run_train(TrainOptions o) {
   config["world_size"] = group.size;
   config.update(large_batch);
   if (pipe) {
-    config["pipeline"] = group.size;
+    config["pipeline"] = o.pipeline.stages;
+    config["replicas"] = workers;
     config["micro_batches"] = pipe->micro_batches;
     config["pipeline_schedule"] = pipeline::schedule_name(pipe->schedule);
     config["stages"] = pipeline::describe(*chain, pipe->bounds);
@@ -338,7 +349,6 @@ int run_train(TrainOptions o) {
   if (slowdown.active()) config["slowdown"] = slowdown_json(slowdown);
   std::unique_ptr<Updater> updater;
   DataParallelUpdater* data_parallel = nullptr;
-  PipelineUpdater* pipeline_stage = nullptr;
   if (pipe) {
     auto pu = std::make_unique<PipelineUpdater>(*chain, *optimizer, group.comm->transport(), *pipe);
     pipeline_stage = pu.get();
@@ -387,7 +397,8 @@ int run_train(TrainOptions o) {
   }
   if (bn_stats && (!ps || leader)) trainer.add_extension(std::move(bn_stats));
   if ((!ps && !pipe) || leader) {
-    trainer.add_extension(std::make_unique<EvaluatorExtension>(*model, test, test_sampler, test_loading, summer));
+    trainer.add_extension(std::make_unique<EvaluatorExtension>(*model, test, test_sampler, test_loading,
+                                                               pipe ? SumAcrossRanks{} : summer));
   }
   if (checkpointer) trainer.add_extension(checkpointer->extension());
   if (leader && plan) trainer.add_extension(std::make_unique<perf::PredictionReport>(plan->prediction, true));

@@ -8,6 +8,8 @@ namespace dtrain {
 class Sequential : public Module {
  public:
   Sequential() : Module("sequential") {}
+  // A chain that names its own type (a model: "resnet20").
+  explicit Sequential(std::string type) : Module(std::move(type)) {}
   Sequential& add(std::shared_ptr<Module> m);
   // Named child (the reference models name their layers, e.g. "c1", "f1").
   Sequential& add(std::string name, std::shared_ptr<Module> m);

@@ -4,7 +4,10 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
+#include <limits>
 
+#include "comm/exact_sum.h"
 #include "core/error.h"
 #include "core/timer.h"
 
@@ -16,22 +19,33 @@ namespace {
 // micro-batches' tags end below it (the runner allows at most kMaxP2PTag micro-batches).
 constexpr int kOutcomeTag = pipeline::kMaxP2PTag;
 
+std::vector<int> ranks(int first, int count, int stride) {
+  std::vector<int> out;
+  for (int i = 0; i < count; ++i) out.push_back(first + i * stride);
+  return out;
+}
+
 }  // namespace
 
-PipelineUpdater::PipelineUpdater(Sequential& model, Optimizer& optimizer, comm::Transport& transport,
-                                 PipelineSetup setup)
-    : model_(model),
-      optimizer_(optimizer),
-      transport_(transport),
-      setup_(std::move(setup)),
-      stage_index_(transport.rank()) {
-  const int k = static_cast<int>(setup_.bounds.size()) - 1;
-  if (k != transport.size())
+PipelineUpdater::PipelineUpdater(Sequential& model, Optimizer& optimizer, comm::Transport& world, PipelineSetup setup)
+    : model_(model), optimizer_(optimizer), setup_(std::move(setup)) {
+  const int k = setup_.stages();
+  if (world.size() % k != 0)
     throw InputError(
-        fmt::format("--pipeline {} needs exactly {} ranks, one per stage; this run has {}", k, k, transport.size()));
+        fmt::format("--pipeline {}: the {} ranks do not divide into {}-stage pipelines; start mpirun -np "
+                    "with a multiple of {}",
+                    k, world.size(), k, k));
+  stage_index_ = world.rank() % k;
+  replica_ = world.rank() / k;
+  replicas_ = world.size() / k;
+  pipeline_transport_ = std::make_unique<comm::SubTransport>(world, ranks(replica_ * k, k, 1));
+  replica_transport_ = std::make_unique<comm::SubTransport>(world, ranks(stage_index_, replicas_, k));
+  comm::CommOptions options;
+  options.timeout_seconds = setup_.timeout_s;
+  replica_comm_ = std::make_unique<comm::Communicator>(*replica_transport_, options);
   const auto shapes = pipeline::boundary_shapes(model_, setup_.bounds, setup_.sample);
   stage_ = pipeline::make_stage(model_, setup_.bounds[stage_index_], setup_.bounds[stage_index_ + 1]);
-  p2p_ = std::make_unique<pipeline::P2P>(transport_, setup_.timeout_s);
+  p2p_ = std::make_unique<pipeline::P2P>(*pipeline_transport_, setup_.timeout_s);
   runner_ = std::make_unique<pipeline::StageRunner>(
       *stage_, *p2p_,
       pipeline::StageConfig{setup_.schedule, k, stage_index_, setup_.micro_batches, stage_index_ - 1, stage_index_ + 1,
@@ -45,32 +59,55 @@ std::vector<Variable> PipelineUpdater::stage_parameters(const Sequential& model,
   return pipeline::make_stage(model, bounds.at(stage), bounds.at(stage + 1))->parameters();
 }
 
+void PipelineUpdater::average_with_replicas(bool& finite) {
+  flat_.clear();
+  const auto params = stage_->parameters();
+  for (const Variable& p : params) {
+    const auto g = p.grad().to_plain().to_vector();
+    flat_.insert(flat_.end(), g.begin(), g.end());
+  }
+  // The loss's verdict rides along: a NaN here makes the sum's verdict false on every replica.
+  flat_.push_back(finite ? 0.0F : std::numeric_limits<float>::quiet_NaN());
+  finite = replica_comm_->allreduce_scaled(flat_.data(), flat_.size(), 1.0F / static_cast<float>(replicas_),
+                                           setup_.allreduce);
+  std::size_t at = 0;
+  for (const Variable& p : params) {
+    Tensor mean = Tensor::empty(p.shape());
+    std::memcpy(mean.raw_data(), flat_.data() + at, mean.nbytes());
+    at += static_cast<std::size_t>(mean.numel());
+    const_cast<Variable&>(p).set_grad(std::move(mean));
+  }
+}
+
 StepResult PipelineUpdater::update(const Batch& batch, std::int64_t iteration) {
   StepResult r;
   optimizer_.zero_grad();
   last_ = runner_->run(batch.x, batch.y, label_smoothing());
-  // Loss, correct, samples and finiteness from the last stage to every other.
-  const int k = transport_.size();
+  // Loss, correct, samples and finiteness from the replica's last stage to its other stages.
+  const int k = setup_.stages();
   const Stopwatch shared;
   std::array<double, 4> outcome{last_.loss, static_cast<double>(last_.correct), static_cast<double>(last_.samples),
                                 last_.loss_finite ? 1.0 : 0.0};
   const auto deadline = comm::Deadline::after(setup_.timeout_s);
+  comm::Transport& t = *pipeline_transport_;
   if (stage_index_ == k - 1) {
     std::vector<comm::Request> sends;
-    for (int s = 0; s < k - 1; ++s) sends.push_back(transport_.isend(outcome.data(), sizeof(outcome), s, kOutcomeTag));
-    transport_.waitall(sends, deadline, "pipeline: the step's loss to the other stages");
+    for (int s = 0; s < k - 1; ++s) sends.push_back(t.isend(outcome.data(), sizeof(outcome), s, kOutcomeTag));
+    t.waitall(sends, deadline, "pipeline: the step's loss to the other stages");
   } else {
-    transport_.recv(outcome.data(), sizeof(outcome), k - 1, kOutcomeTag, deadline,
-                    "pipeline: the step's loss from the last stage");
+    t.recv(outcome.data(), sizeof(outcome), k - 1, kOutcomeTag, deadline,
+           "pipeline: the step's loss from the last stage");
   }
   r.loss = outcome[0];
   r.correct = static_cast<std::int64_t>(outcome[1]);
   r.samples = static_cast<std::int64_t>(outcome[2]);
-  if (outcome[3] == 0.0) {
+  bool finite = outcome[3] != 0.0;
+  if (replicas_ > 1) average_with_replicas(finite);
+  if (!finite) {
     throw NumericError(fmt::format(
-        "the loss became {} at step {} (0-based global iteration); training stopped before the update on every "
-        "stage. Lower --lr, add --warmup-epochs, or check the input data",
-        r.loss, iteration));
+        "the loss or a gradient became non-finite at step {} (0-based global iteration; this replica's loss {}); "
+        "training stopped before the update on every stage. Lower --lr, add --warmup-epochs, or check the input data",
+        iteration, r.loss));
   }
   r.times.forward = last_.forward_s;
   r.times.backward = last_.backward_s;
@@ -81,19 +118,24 @@ StepResult PipelineUpdater::update(const Batch& batch, std::int64_t iteration) {
   return r;
 }
 
-void PipelineUpdater::gather_model(comm::Communicator& comm) {
-  const int k = static_cast<int>(setup_.bounds.size()) - 1;
+void PipelineUpdater::sum_over_replicas(std::vector<double>& values) {
+  comm::sum_in_rank_order(*replica_comm_, values);
+}
+
+void PipelineUpdater::gather_model(comm::Communicator& world) {
+  const int k = setup_.stages();
   for (int s = 0; s < k; ++s) {
+    // World rank s is replica 0's stage s; the replicas hold the same values.
     const auto stage = pipeline::make_stage(model_, setup_.bounds[s], setup_.bounds[s + 1]);
     for (auto& [name, p] : stage->named_parameters()) {
       Tensor plain = p.data().to_plain();
-      comm.broadcast(plain.raw_data(), plain.nbytes(), s);
-      if (s != stage_index_ && !plain.shares_storage_with(p.data())) p.data().copy_from(plain);
+      world.broadcast(plain.raw_data(), plain.nbytes(), s);
+      if (world.rank() != s && !plain.shares_storage_with(p.data())) p.data().copy_from(plain);
     }
-    for (auto& [name, t] : stage->named_buffers()) {
-      Tensor plain = t.to_plain();
-      comm.broadcast(plain.raw_data(), plain.nbytes(), s);
-      if (s != stage_index_ && !plain.shares_storage_with(t)) t.copy_from(plain);
+    for (auto& [name, buffer] : stage->named_buffers()) {
+      Tensor plain = buffer.to_plain();
+      world.broadcast(plain.raw_data(), plain.nbytes(), s);
+      if (world.rank() != s && !plain.shares_storage_with(buffer)) buffer.copy_from(plain);
     }
   }
 }

@@ -1,19 +1,23 @@
-// Pipeline-parallel training behind the same trainer (pipeline/stage_runner.h): every rank of a
-// K-rank group is one stage of the model, loads the same batches, and runs its stage's part of
-// the schedule; then the last stage tells the others the step's loss, accuracy and whether the
-// loss was finite, so every stage stops alike on a NaN before touching its parameters, and each
-// stage's optimizer updates its own parameters.
+// Pipeline-parallel training behind the same trainer (pipeline/stage_runner.h), with R data-
+// parallel replicas of a K-stage pipeline on P = R K ranks: world rank w is stage w mod K of
+// replica w / K. The K stages of a replica load the same batches (the replica's shard) and run
+// the schedule; the replica's last stage then tells its other stages the step's loss, accuracy
+// and whether the loss was finite; each stage averages its gradients with the same stage of the
+// other replicas (one allreduce of the stage's gradients, the loss's verdict riding along as one
+// more float, so every rank of the job stops alike on a NaN before any update); then each stage's
+// optimizer updates its own parameters.
 //
 // Every rank keeps the whole model object (built from the same seed): gather_model() copies each
-// stage's parameters and batch-norm statistics from the rank that trains them into every rank's
-// copy, so evaluation, logs and export see the whole trained model (one broadcast per tensor,
-// the model's bytes once per call).
+// stage's parameters and batch-norm statistics from replica 0's rank of that stage into every
+// rank's copy, so evaluation, logs and export see the whole trained model (one broadcast per
+// tensor, the model's bytes once per call).
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/sub_transport.h"
 #include "nn/sequential.h"
 #include "optim/optimizer.h"
 #include "pipeline/p2p.h"
@@ -30,35 +34,49 @@ struct PipelineSetup {
   pipeline::StageBounds bounds;  // K + 1 layer indices (pipeline/stages.h)
   Shape sample;                  // the model's input per sample
   double timeout_s = 0;          // a stage that does not answer within it fails the others
+  // The replicas' gradient allreduce (kShm and kMpi are not offered on a subset of the ranks).
+  comm::Algorithm allreduce = comm::Algorithm::kRing;
+
+  int stages() const { return static_cast<int>(bounds.size()) - 1; }
 };
 
 class PipelineUpdater : public Updater {
  public:
-  // `model` is the whole model; this rank (transport.rank()) trains stage rank of bounds, with
-  // `optimizer` over that stage's parameters (stage_parameters()).
-  PipelineUpdater(Sequential& model, Optimizer& optimizer, comm::Transport& transport, PipelineSetup setup);
+  // `model` is the whole model; this rank (world.rank()) trains stage world.rank() mod K of
+  // replica world.rank() / K, with `optimizer` over that stage's parameters (stage_parameters()).
+  PipelineUpdater(Sequential& model, Optimizer& optimizer, comm::Transport& world, PipelineSetup setup);
   ~PipelineUpdater() override;
 
   StepResult update(const Batch& batch, std::int64_t iteration) override;
 
-  // This rank's stage's parameters (build the optimizer over them).
+  // Stage `stage`'s parameters (build the optimizer over them).
   static std::vector<Variable> stage_parameters(const Sequential& model, const pipeline::StageBounds& bounds,
                                                 int stage);
-  // Every stage's parameters and buffers into every rank's whole model (a collective).
-  void gather_model(comm::Communicator& comm);
+  // Every stage's parameters and buffers into every rank's whole model (a collective of `world`).
+  void gather_model(comm::Communicator& world);
+  // Sums values over the replicas of this rank's stage, in rank order (the same bits on each):
+  // the trainer's epoch totals, each replica counted once.
+  void sum_over_replicas(std::vector<double>& values);
 
   const pipeline::StageStep& last_step() const { return last_; }
   int stage() const { return stage_index_; }
+  int replica() const { return replica_; }
+  int replicas() const { return replicas_; }
 
  private:
+  void average_with_replicas(bool& finite);
+
   Sequential& model_;
   Optimizer& optimizer_;
-  comm::Transport& transport_;
   PipelineSetup setup_;
-  int stage_index_;
+  int stage_index_, replica_, replicas_;
+  std::unique_ptr<comm::SubTransport> pipeline_transport_;  // this replica's K stages
+  std::unique_ptr<comm::SubTransport> replica_transport_;   // this stage's R replicas
+  std::unique_ptr<comm::Communicator> replica_comm_;
   std::shared_ptr<Sequential> stage_;
   std::unique_ptr<pipeline::P2P> p2p_;
   std::unique_ptr<pipeline::StageRunner> runner_;
+  std::vector<float> flat_;  // the stage's gradients, flattened, for the replicas' allreduce
   pipeline::StageStep last_;
 };
 

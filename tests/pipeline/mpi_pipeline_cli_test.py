@@ -2,17 +2,19 @@
 """Pipeline-parallel `dtrain train --pipeline K` under mpirun, end to end (tests/pipeline/tests.cmake).
 
 usage: mpi_pipeline_cli_test.py DTRAIN CASE
-  loss_curve   lenet as a 2-stage and mlp as a 3-stage pipeline, 1f1b and gpipe, follow one process
-               with the same batch step by step (relative loss difference < 1e-5 over 20 steps) and
-               end at the same test accuracy (the stages' parameters gathered into rank 0's model)
-  bad_input    ranks not divisible by K, more stages than layers, a --split layer the model lacks,
-               micro-batches that do not divide the batch and a model that is not a chain each stop
-               at once with the constraint named
+  loss_curve   lenet as a 2-stage and mlp as a 3-stage pipeline, 1f1b and gpipe, 2 replicas of a
+               2-stage lenet on 4 ranks, and resnet20 in 2 stages (one micro-batch) follow one
+               process with the same global batch step by step (relative loss difference < 1e-5)
+               and end at the same test accuracy (the stages' parameters gathered into rank 0's
+               model)
+  bad_input    ranks not divisible by K, an allreduce a subset of the ranks cannot run, more stages
+               than layers, a --split layer the model lacks and micro-batches that do not divide
+               the batch each stop at once with the constraint named
 """
 import json, os, subprocess, sys, tempfile
 
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
-COMMON = ["--limit", "640", "--epochs", "1", "--eval-limit", "200", "--threads", "1", "--batch", "32",
+COMMON = ["--limit", "640", "--epochs", "1", "--eval-limit", "200", "--threads", "1",
           "--schedule", "constant", "--lr", "0.02", "--log-every", "1", "--progress", "none"]
 
 
@@ -27,42 +29,50 @@ def records(path):
 
 
 def loss_curve(dtrain):
-    for model, stages, extra in [("lenet", 2, ["--pipeline-schedule", "1f1b", "--micro-batches", "4"]),
-                                 ("mlp", 3, ["--pipeline-schedule", "gpipe", "--micro-batches", "8"]),
-                                 ("mlp", 2, ["--split", "f3", "--micro-batches", "2"])]:
+    # (model, stages, ranks, pipeline flags): ranks / stages replicas, each with --batch 32, against
+    # one process with the replicas' batches together.
+    for model, stages, ranks, extra in [("lenet", 2, 2, ["--pipeline-schedule", "1f1b", "--micro-batches", "4"]),
+                                        ("mlp", 3, 3, ["--pipeline-schedule", "gpipe", "--micro-batches", "8"]),
+                                        ("mlp", 2, 2, ["--split", "f3", "--micro-batches", "2"]),
+                                        ("lenet", 2, 4, ["--micro-batches", "4", "--allreduce", "tree"]),
+                                        # Residual blocks kept whole; one micro-batch, so batch norm
+                                        # sees the whole batch as in one process.
+                                        ("resnet20", 2, 2, ["--micro-batches", "1"])]:
+        replicas = ranks // stages
         with tempfile.TemporaryDirectory() as d:
             single, piped = os.path.join(d, "single.jsonl"), os.path.join(d, "piped.jsonl")
-            rc, out = run([dtrain, "train", "--model", model, *COMMON, "--log", single])
+            rc, out = run([dtrain, "train", "--model", model, *COMMON, "--batch", str(32 * replicas), "--log", single])
             assert rc == 0, out
-            rc, out = run(MPIRUN + ["-np", str(stages), dtrain, "train", "--model", model, *COMMON, "--pipeline",
-                                    str(stages), *extra, "--log", piped])
+            rc, out = run(MPIRUN + ["-np", str(ranks), dtrain, "train", "--model", model, *COMMON, "--batch", "32",
+                                    "--pipeline", str(stages), *extra, "--log", piped])
             assert rc == 0, out
             a = [r["loss"] for r in records(single) if r["type"] == "step"]
             b = [r["loss"] for r in records(piped) if r["type"] == "step"]
-            assert len(a) == len(b) == 20, (len(a), len(b))
+            assert len(a) == len(b) == 640 // (32 * replicas), (len(a), len(b))
             worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
             assert worst < 1e-5, (model, stages, worst, a, b)
             acc_a = [r["test_accuracy"] for r in records(single) if r["type"] == "epoch"]
             acc_b = [r["test_accuracy"] for r in records(piped) if r["type"] == "epoch"]
             assert acc_a == acc_b, (acc_a, acc_b)
             config = records(piped)[0]
-            assert config["pipeline"] == stages and "|" in config["stages"], config
-            print(f"{model} {stages} stages {' '.join(extra)}: loss within {worst:.1e}, accuracy {acc_b}")
+            assert config["pipeline"] == stages and config["replicas"] == replicas and "|" in config["stages"], config
+            print(f"{model}, {replicas} x {stages} stages {' '.join(extra)}: loss within {worst:.1e}, accuracy {acc_b}")
 
 
 def bad_input(dtrain):
     cases = [
         (3, ["--model", "mlp", "--pipeline", "2"], "do not divide into 2-stage pipelines"),
+        (4, ["--model", "mlp", "--pipeline", "2", "--allreduce", "shm"], "not offered between a pipeline's replicas"),
         (2, ["--model", "mlp", "--pipeline", "2", "--split", "f9"], "no layer of that name; its layers are flatten"),
         (2, ["--model", "mlp", "--pipeline", "2", "--micro-batches", "5"], "--micro-batches 5 does not divide"),
-        (2, ["--model", "resnet20", "--pipeline", "2"], "chain of layers"),
         (1, ["--model", "mlp", "--micro-batches", "2"], "add --pipeline K"),
     ]
     for ranks, flags, expected in cases:
-        rc, out = run(MPIRUN + ["-np", str(ranks), dtrain, "train", *COMMON, *flags], timeout=120)
+        rc, out = run(MPIRUN + ["-np", str(ranks), dtrain, "train", *COMMON, "--batch", "32", *flags], timeout=120)
         assert rc != 0 and expected in out, (flags, rc, out[-2000:])
     # More stages than layers: mlp has 6.
-    rc, out = run(MPIRUN + ["-np", "7", dtrain, "train", "--model", "mlp", *COMMON, "--pipeline", "7"], timeout=120)
+    rc, out = run(MPIRUN + ["-np", "7", dtrain, "train", "--model", "mlp", *COMMON, "--batch", "32", "--pipeline", "7"],
+                  timeout=120)
     assert rc != 0 and "only 6 layers" in out, out[-2000:]
     print("bad input: every case named its constraint")
 

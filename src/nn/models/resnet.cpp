@@ -7,43 +7,32 @@
 #include "nn/linear.h"
 #include "nn/models/models.h"
 #include "nn/residual.h"
+#include "nn/sequential.h"
 
 namespace dtrain {
 namespace {
 
-class ResNet : public Module {
+// A chain of layers in forward order (a Sequential, so a pipeline can split it between blocks),
+// its children named as before: "c", "b", "relu", "layers.0".."layers.{3n-1}", "pool", "flatten",
+// "fc", which keeps every parameter's name ("layers.3.c1.weight").
+class ResNet : public Sequential {
  public:
-  ResNet(int n, const ModelInput& in, Rng& rng) : Module(fmt::format("resnet{}", 6 * n + 2)) {
-    c_ = register_module("c", std::make_shared<Conv2d>(in.channels, 16, 3, 1, 1, false, rng));
-    b_ = register_module("b", std::make_shared<BatchNorm>(16));
-    layers_ = register_module("layers", std::make_shared<Sequential>());
+  ResNet(int n, const ModelInput& in, Rng& rng) : Sequential(fmt::format("resnet{}", 6 * n + 2)) {
+    add("c", std::make_shared<Conv2d>(in.channels, 16, 3, 1, 1, false, rng));
+    add("b", std::make_shared<BatchNorm>(16));
+    add("relu", std::make_shared<ReLU>());
     std::int64_t channels = 16;
+    int block = 0;
     for (auto [out, stride] : {std::pair<std::int64_t, std::int64_t>{16, 1}, {32, 2}, {64, 2}}) {
       for (int i = 0; i < n; ++i) {
-        layers_->add(std::make_shared<BasicBlock>(channels, out, i == 0 ? stride : 1, rng));
+        add(fmt::format("layers.{}", block++), std::make_shared<BasicBlock>(channels, out, i == 0 ? stride : 1, rng));
         channels = out;
       }
     }
-    relu_ = register_module("relu", std::make_shared<ReLU>());
-    pool_ = register_module("pool", global_avg_pool());
-    flatten_ = register_module("flatten", std::make_shared<Flatten>());
-    fc_ = register_module("fc", std::make_shared<Linear>(64, in.classes, true, rng));
+    add("pool", global_avg_pool());
+    add("flatten", std::make_shared<Flatten>());
+    add("fc", std::make_shared<Linear>(64, in.classes, true, rng));
   }
-
-  Variable forward(const Variable& x) override {
-    Variable y = (*relu_)((*b_)((*c_)(x)));
-    y = (*layers_)(y);
-    return (*fc_)((*flatten_)((*pool_)(y)));
-  }
-
- private:
-  std::shared_ptr<Conv2d> c_;
-  std::shared_ptr<BatchNorm> b_;
-  std::shared_ptr<Sequential> layers_;
-  std::shared_ptr<ReLU> relu_;
-  std::shared_ptr<Pool2d> pool_;
-  std::shared_ptr<Flatten> flatten_;
-  std::shared_ptr<Linear> fc_;
 };
 
 }  // namespace
