@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <optional>
+
 namespace dtrain::cli {
 
 void add_checkpoint_flags(CLI::App& command, CheckpointFlags& flags) {
@@ -23,21 +26,10 @@ std::unique_ptr<Checkpointer> make_checkpointer(const CheckpointFlags& f, Module
                                                 ProcessGroup& group, nlohmann::json config,
                                                 std::int64_t iterations_per_epoch, bool double_buffering, bool solo,
                                                 std::function<void()> before_save) {
-  if (f.dir.empty()) {
-    if (f.resume || !f.every.empty()) throw InputError("--resume and --checkpoint-every need --checkpoint-dir DIR");
-    return nullptr;
-  }
-  CheckpointerOptions o;
-  o.dir = f.dir;
-  o.schedule = f.every.empty() ? CheckpointSchedule{1, true} : parse_checkpoint_schedule(f.every);
-  if (double_buffering && !o.schedule.epochs) {
-    throw InputError(
-        "--checkpoint-every in steps cannot be combined with --double-buffering (a checkpoint does not "
-        "hold the gradients in flight); checkpoint every N epochs with --checkpoint-every Ne");
-  }
-  o.keep = f.keep;
-  o.config = std::move(config);
-  o.iterations_per_epoch = iterations_per_epoch;
+  std::optional<CheckpointerOptions> options =
+      checkpointer_options(f, std::move(config), iterations_per_epoch, double_buffering);
+  if (!options) return nullptr;
+  CheckpointerOptions& o = *options;
   o.group.rank = solo ? 0 : group.rank;
   o.group.size = solo ? 1 : group.size;
   o.before_save = std::move(before_save);
@@ -51,6 +43,41 @@ std::unique_ptr<Checkpointer> make_checkpointer(const CheckpointFlags& f, Module
   }
   if (group.rank == 0) o.note = [](const std::string& text) { fmt::print("checkpoint: {}\n", text); };
   return std::make_unique<Checkpointer>(std::move(o), model, optimizer);
+}
+
+std::unique_ptr<Checkpointer> make_stage_checkpointer(const CheckpointFlags& f, Module& stage, Optimizer& optimizer,
+                                                      int stage_index, CheckpointGroup replicas, bool print_notes,
+                                                      nlohmann::json config, std::int64_t iterations_per_epoch) {
+  std::optional<CheckpointerOptions> options = checkpointer_options(f, std::move(config), iterations_per_epoch, false);
+  if (!options) return nullptr;
+  options->dir = (std::filesystem::path(f.dir) / fmt::format("stage-{}", stage_index)).string();
+  options->group = std::move(replicas);
+  if (print_notes) {
+    options->note = [stage_index](const std::string& text) {
+      fmt::print("checkpoint (stage {}): {}\n", stage_index, text);
+    };
+  }
+  return std::make_unique<Checkpointer>(std::move(*options), stage, optimizer);
+}
+
+std::optional<CheckpointerOptions> checkpointer_options(const CheckpointFlags& f, nlohmann::json config,
+                                                        std::int64_t iterations_per_epoch, bool double_buffering) {
+  if (f.dir.empty()) {
+    if (f.resume || !f.every.empty()) throw InputError("--resume and --checkpoint-every need --checkpoint-dir DIR");
+    return std::nullopt;
+  }
+  CheckpointerOptions o;
+  o.dir = f.dir;
+  o.schedule = f.every.empty() ? CheckpointSchedule{1, true} : parse_checkpoint_schedule(f.every);
+  if (double_buffering && !o.schedule.epochs) {
+    throw InputError(
+        "--checkpoint-every in steps cannot be combined with --double-buffering (a checkpoint does not "
+        "hold the gradients in flight); checkpoint every N epochs with --checkpoint-every Ne");
+  }
+  o.keep = f.keep;
+  o.config = std::move(config);
+  o.iterations_per_epoch = iterations_per_epoch;
+  return o;
 }
 
 }  // namespace dtrain::cli

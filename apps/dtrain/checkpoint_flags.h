@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "apps/dtrain/distributed.h"
@@ -30,5 +31,18 @@ std::unique_ptr<Checkpointer> make_checkpointer(const CheckpointFlags& flags, Mo
                                                 ProcessGroup& group, nlohmann::json config,
                                                 std::int64_t iterations_per_epoch, bool double_buffering,
                                                 bool solo = false, std::function<void()> before_save = {});
+
+// The options every checkpointer of a run shares (directory, schedule, keep, configuration);
+// nullopt without --checkpoint-dir. The group, notes and before_save are the caller's.
+std::optional<CheckpointerOptions> checkpointer_options(const CheckpointFlags& flags, nlohmann::json config,
+                                                        std::int64_t iterations_per_epoch, bool double_buffering);
+
+// A pipeline stage's checkpointer (parallel/pipeline_updater.h): its stage's parameters, batch-
+// norm statistics and optimizer state in DIR/stage-S, written by replica 0 of the stage, read on
+// resume by replica 0 and sent to the others (`replicas`: the stage's replicas as a checkpoint
+// group). nullptr without --checkpoint-dir.
+std::unique_ptr<Checkpointer> make_stage_checkpointer(const CheckpointFlags& flags, Module& stage, Optimizer& optimizer,
+                                                      int stage_index, CheckpointGroup replicas, bool print_notes,
+                                                      nlohmann::json config, std::int64_t iterations_per_epoch);
 
 }  // namespace dtrain::cli

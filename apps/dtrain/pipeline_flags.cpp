@@ -49,8 +49,9 @@ PipelineSetup pipeline_stages(const PipelineFlags& f, Module& model, const Shape
   if (f.micro_batches < 1) throw InputError(fmt::format("--micro-batches must be at least 1, got {}", f.micro_batches));
   auto* chain = dynamic_cast<Sequential*>(&model);
   if (chain == nullptr)
-    throw InputError(
-        fmt::format("--pipeline splits a chain of layers (mlp, lenet, the CIFAR ResNets); this model ({}) is not one yet", model.type()));
+    throw InputError(fmt::format(
+        "--pipeline splits a chain of layers (mlp, lenet, the CIFAR ResNets); this model ({}) is not one yet",
+        model.type()));
   PipelineSetup setup;
   setup.schedule = pipeline::parse_schedule(f.schedule);
   setup.micro_batches = f.micro_batches;
@@ -85,7 +86,6 @@ std::optional<PipelineSetup> pipeline_setup(const PipelineFlags& f, const Proces
   refuse(run.accumulate != 1, "--accumulate (use --micro-batches)");
   refuse(run.double_buffering, "--double-buffering");
   refuse(run.sync_bn, "--sync-bn");
-  refuse(run.checkpoint, "checkpoints (--checkpoint-dir, --resume)");
   refuse(run.profile, "--profile");
   refuse(run.trace, "--trace");
   refuse(run.bn_stats != "running", "--bn-stats " + run.bn_stats);

@@ -33,7 +33,6 @@ struct PipelineRunOptions {
   int accumulate = 1;
   bool double_buffering = false;
   bool sync_bn = false;
-  bool checkpoint = false;
   bool profile = false;
   bool trace = false;
   std::string bn_stats = "running";

@@ -230,12 +230,12 @@ int run_train(TrainOptions o) {
   const Shape sample{input.channels, input.height, input.width};
   const std::optional<PipelineSetup> pipe =
       pipeline_setup(o.pipeline, group, *model, sample, o.timeout,
-                     {ps.has_value(), o.accumulate, o.double_buffering, o.large_batch.sync_bn,
-                      !o.checkpoint.dir.empty() || o.checkpoint.resume, !o.profile.empty(), !o.trace.empty(),
-                      o.large_batch.bn_stats, dp.algorithm});
+                     {ps.has_value(), o.accumulate, o.double_buffering, o.large_batch.sync_bn, !o.profile.empty(),
+                      !o.trace.empty(), o.large_batch.bn_stats, dp.algorithm});
   auto* chain = dynamic_cast<Sequential*>(model.get());
   auto optimizer = make_optimizer(
-      o.optimizer, pipe ? PipelineUpdater::stage_parameters(*chain, pipe->bounds, group.rank % pipe->stages()) : model->parameters());
+      o.optimizer, pipe ? PipelineUpdater::stage_parameters(*chain, pipe->bounds, group.rank % pipe->stages())
+                        : model->parameters());
   const SlowdownConfig slowdown = slowdown_config(o.slowdown, workers, o.seed);
   std::optional<perf::ParameterServerShape> ps_shape;
   if (ps) {
@@ -337,7 +337,7 @@ int run_train(TrainOptions o) {
   // and tells the other workers the step to continue from.
   ps::PsUpdater* ps_worker = nullptr;
   std::unique_ptr<Checkpointer> checkpointer;
-  if (!ps || leader) {
+  if ((!ps || leader) && !pipe) {
     std::function<void()> fetch_from_servers;
     if (ps) fetch_from_servers = [&ps_worker] { ps_worker->fetch_server_state(); };
     checkpointer = make_checkpointer(o.checkpoint, *model, *optimizer, group, config, sampler.batches_per_epoch(),
@@ -349,10 +349,17 @@ int run_train(TrainOptions o) {
   if (slowdown.active()) config["slowdown"] = slowdown_json(slowdown);
   std::unique_ptr<Updater> updater;
   DataParallelUpdater* data_parallel = nullptr;
+  std::shared_ptr<Sequential> pipeline_stage_module;  // this rank's stage, for its checkpoints
   if (pipe) {
     auto pu = std::make_unique<PipelineUpdater>(*chain, *optimizer, group.comm->transport(), *pipe);
     pipeline_stage = pu.get();
     updater = std::move(pu);
+    // Each stage checkpoints its own part in DIR/stage-S (apps/dtrain/checkpoint_flags.h).
+    const int s = pipeline_stage->stage();
+    pipeline_stage_module = pipeline::make_stage(*chain, pipe->bounds[s], pipe->bounds[s + 1]);
+    checkpointer =
+        make_stage_checkpointer(o.checkpoint, *pipeline_stage_module, *optimizer, s, pipeline_stage->checkpoint_group(),
+                                pipeline_stage->replica() == 0, config, sampler.batches_per_epoch());
   } else if (ps) {
     // The servers' momentum correction continues from the rate of the step before the resumed one.
     if (ps_start > 0) optimizer->set_applied_lr(lr_at_iteration(*schedule, ps_start - 1, sampler.batches_per_epoch()));
@@ -379,7 +386,14 @@ int run_train(TrainOptions o) {
   updater = with_slowdown(std::move(updater), slowdown, group.rank);
   // After the data-parallel updater, whose start-up broadcast of rank 0's batch-norm statistics
   // would otherwise overwrite the other ranks' restored ones.
-  const std::int64_t start = ps ? ps_start : checkpointer && o.checkpoint.resume ? checkpointer->resume() : 0;
+  std::int64_t start = ps ? ps_start : checkpointer && o.checkpoint.resume && !pipe ? checkpointer->resume() : 0;
+  if (pipe && checkpointer && o.checkpoint.resume) {
+    // Every stage resumes at the newest step all of them have (0: none, all start afresh).
+    const std::int64_t newest = checkpointer->newest_step();
+    std::int64_t common = 0;
+    group.worker->run([&](comm::Communicator& c) { common = PipelineUpdater::common_step(newest, c); });
+    start = checkpointer->resume(common);
+  }
   TrainerOptions topt;
   topt.epochs = o.epochs;
   topt.start_iteration = start;

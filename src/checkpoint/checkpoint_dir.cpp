@@ -70,10 +70,12 @@ std::vector<std::string> CheckpointDir::prune(int keep) const {
   return removed;
 }
 
-std::optional<Checkpoint> CheckpointDir::newest_valid(const SkipReport& skipped) const {
+std::optional<Checkpoint> CheckpointDir::newest_valid(const SkipReport& skipped, std::int64_t at_most) const {
   for (const std::string& path : list()) {
     try {
-      return Checkpoint::read(path);
+      Checkpoint c = Checkpoint::read(path);
+      if (at_most >= 0 && c.info().position.iteration > at_most) continue;
+      return c;
     } catch (const DataError& e) {
       if (skipped) skipped(path, e.what());
     }

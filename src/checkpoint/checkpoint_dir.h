@@ -32,7 +32,9 @@ class CheckpointDir {
   using SkipReport = std::function<void(const std::string& path, const std::string& error)>;
   // The newest checkpoint that reads and validates; each newer one that does not is reported
   // and passed over. Nothing when the directory holds no valid checkpoint (or does not exist).
-  std::optional<Checkpoint> newest_valid(const SkipReport& skipped) const;
+  // With `at_most` >= 0, checkpoints after that global step are passed over unreported (a
+  // pipeline stage resumes at the newest step every stage has).
+  std::optional<Checkpoint> newest_valid(const SkipReport& skipped, std::int64_t at_most = -1) const;
 
  private:
   std::string dir_;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -120,6 +121,22 @@ StepResult PipelineUpdater::update(const Batch& batch, std::int64_t iteration) {
 
 void PipelineUpdater::sum_over_replicas(std::vector<double>& values) {
   comm::sum_in_rank_order(*replica_comm_, values);
+}
+
+CheckpointGroup PipelineUpdater::checkpoint_group() {
+  CheckpointGroup g;
+  g.rank = replica_;
+  g.size = replicas_;
+  comm::Communicator* c = replica_comm_.get();
+  g.allgather = [c](void* all, std::size_t bytes_per_rank) { c->allgather(all, bytes_per_rank); };
+  g.broadcast = [c](void* data, std::size_t bytes) { c->broadcast(data, bytes, 0); };
+  return g;
+}
+
+std::int64_t PipelineUpdater::common_step(std::int64_t newest, comm::Communicator& world) {
+  std::vector<std::int64_t> all(static_cast<std::size_t>(world.size()));
+  world.allgather(&newest, all.data(), sizeof newest);
+  return *std::min_element(all.begin(), all.end());
 }
 
 void PipelineUpdater::gather_model(comm::Communicator& world) {

@@ -23,6 +23,7 @@
 #include "pipeline/p2p.h"
 #include "pipeline/stage_runner.h"
 #include "pipeline/stages.h"
+#include "train/checkpointer.h"
 #include "train/trainer.h"
 #include "train/updater.h"
 
@@ -57,6 +58,12 @@ class PipelineUpdater : public Updater {
   // Sums values over the replicas of this rank's stage, in rank order (the same bits on each):
   // the trainer's epoch totals, each replica counted once.
   void sum_over_replicas(std::vector<double>& values);
+  // The replicas of this rank's stage as a checkpoint group: replica 0 writes the stage's part,
+  // and on resume sends what it read to the others (train/checkpointer.h).
+  CheckpointGroup checkpoint_group();
+  // The newest step every stage can resume from: the least of the ranks' `newest` (a collective
+  // of `world`), so that all stages restore one consistent step.
+  static std::int64_t common_step(std::int64_t newest, comm::Communicator& world);
 
   const pipeline::StageStep& last_step() const { return last_; }
   int stage() const { return stage_index_; }

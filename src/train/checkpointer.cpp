@@ -69,16 +69,29 @@ Checkpointer::Checkpointer(CheckpointerOptions options, Module& model, Optimizer
 
 std::unique_ptr<Extension> Checkpointer::extension() { return std::make_unique<CheckpointExtension>(*this); }
 
-std::int64_t Checkpointer::resume() {
+std::int64_t Checkpointer::newest_step() {
+  const CheckpointGroup& g = options_.group;
+  std::int64_t step = 0;
+  if (g.rank == 0) {
+    const auto found = dir_.newest_valid({});
+    if (found) step = found->info().position.iteration;
+  }
+  if (g.size > 1) g.broadcast(&step, sizeof step);
+  return step;
+}
+
+std::int64_t Checkpointer::resume(std::int64_t at_most) {
   const CheckpointGroup& g = options_.group;
   auto note = [this](const std::string& text) {
     if (options_.note && options_.group.rank == 0) options_.note(text);
   };
   std::optional<Checkpoint> found;
   if (g.rank == 0) {
-    found = dir_.newest_valid([&](const std::string& path, const std::string& error) {
-      note(fmt::format("skipping checkpoint '{}', which does not load: {}", path, error));
-    });
+    found = dir_.newest_valid(
+        [&](const std::string& path, const std::string& error) {
+          note(fmt::format("skipping checkpoint '{}', which does not load: {}", path, error));
+        },
+        at_most);
   }
   if (g.size > 1) {
     DT_CHECK(g.broadcast != nullptr, "a data-parallel checkpointer needs a broadcast");

@@ -75,7 +75,11 @@ class Checkpointer {
   // Restores the newest valid checkpoint into the model and optimizer, skipping (and reporting)
   // corrupt ones, and returns the global step to continue from; 0 when there is none. Throws
   // InputError when the checkpoint's configuration differs from this run's.
-  std::int64_t resume();
+  // With `at_most` >= 0, the newest valid one at or before that global step.
+  std::int64_t resume(std::int64_t at_most = -1);
+  // The global step of the newest valid checkpoint, 0 when there is none: rank 0 of the group
+  // looks, every rank gets its answer (a pipeline's stages agree on a step with it first).
+  std::int64_t newest_step();
   // The extension that writes checkpoints. Add it after the evaluator (so a checkpoint at an
   // epoch's end records that epoch's evaluation); it restores the resumed epoch's totals.
   std::unique_ptr<Extension> extension();
