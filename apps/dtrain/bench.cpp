@@ -3,6 +3,7 @@
 
 #include "apps/dtrain/commands.h"
 #include "apps/dtrain/distributed.h"
+#include "apps/dtrain/pipeline_flags.h"
 #include "apps/dtrain/process_stats.h"
 #include "apps/dtrain/sgemm_ceiling.h"
 #include "autograd/ops.h"
@@ -33,7 +34,8 @@ struct BenchTrainOptions {
   bool private_weights = false;
   std::string chunk_kb = "auto";
   std::string gemm = "onednn";
-  int probe_every = 0;  // steps between samples of the core round trip (0: at the start and end only)
+  int probe_every = 0;     // steps between samples of the core round trip (0: at the start and end only)
+  PipelineFlags pipeline;  // under mpirun: --pipeline K stages (P/K replicas) instead of data parallelism
 };
 
 std::vector<double> scaled(std::vector<double> v, double factor) {
@@ -67,7 +69,16 @@ int bench_train(const BenchTrainOptions& o) {
   ProcessGroup group = join_process_group(300, o.chunk_kb);
   std::unique_ptr<Updater> updater;
   bool shared_weights = false;
-  if (group.active()) {
+  int replicas = group.size;  // the data-parallel workers, each with its own batch of o.batch
+  std::unique_ptr<Optimizer> stage_opt;
+  const Shape sample{in.channels, in.height, in.width};
+  if (const auto pipe = pipeline_setup(o.pipeline, group, *model, sample, 300, {})) {
+    // One stage per rank: its optimizer over its own parameters (parallel/pipeline_updater.h).
+    auto& chain = dynamic_cast<Sequential&>(*model);
+    stage_opt = make_optimizer(oc, PipelineUpdater::stage_parameters(chain, pipe->bounds, group.rank % pipe->stages()));
+    updater = std::make_unique<PipelineUpdater>(chain, *stage_opt, group.comm->transport(), *pipe);
+    replicas = group.size / pipe->stages();
+  } else if (group.active()) {
     DataParallelConfig dp;
     dp.algorithm = comm::parse_algorithm(o.allreduce);
     dp.comm_dtype = parse_dtype(o.comm_dtype);
@@ -114,9 +125,13 @@ int bench_train(const BenchTrainOptions& o) {
   // The ceiling the achieved rate is a fraction of, measured after the run's own statistics (its
   // matrices stay out of peak_rss_mb) by every rank at once, as the ranks computed.
   const double ceiling = sgemm_ceiling_gflops();
+  // Every rank's peak RSS (a pipeline's stages differ), on rank 0.
+  std::vector<double> rss(static_cast<std::size_t>(group.size), after.peak_rss_mb);
+  if (group.active())
+    group.worker->run([&](comm::Communicator& c) { c.allgather(&after.peak_rss_mb, rss.data(), sizeof(double)); });
   if (group.rank != 0) return 0;
 
-  const double samples_per_s = static_cast<double>(o.steps * o.batch * group.size) / seconds;
+  const double samples_per_s = static_cast<double>(o.steps * o.batch * replicas) / seconds;
   const double gflops = samples_per_s * (cost.forward_flops + cost.backward_flops) / 1e9;
   fmt::print(
       "dtrain model={} batch={} threads={} steps={} samples_per_s={:.1f} step_ms={:.3f} gflops={:.1f} "
@@ -124,7 +139,7 @@ int bench_train(const BenchTrainOptions& o) {
       "minor_faults_per_step={:.1f} "
       "blas={} gemm={} ranks={} forward_ms={:.3f} backward_ms={:.3f} comm_ms={:.3f} update_ms={:.3f} "
       "tensor_peak_mb={:.1f} tensor_cached_mb={:.1f} chunk_kb={} core_rt_ns={:.0f},{:.0f} core_rt_samples_ns={} "
-      "shared_weights={}\n",
+      "shared_weights={} peak_rss_mb_ranks={:.1f} pipeline={} micro_batches={}\n",
       o.model, o.batch, o.threads, o.steps, samples_per_s, 1e3 * seconds / o.steps, gflops / group.size,
       gflops / group.size / ceiling, ceiling, (cost.forward_flops + cost.backward_flops) / 1e6, after.peak_rss_mb,
       static_cast<double>(after.minor_faults - before.minor_faults) / o.steps, openblas_build(), o.gemm, group.size,
@@ -132,7 +147,8 @@ int bench_train(const BenchTrainOptions& o) {
       1e3 * phases.update / o.steps, static_cast<double>(memory.peak_bytes_in_use) / (1 << 20),
       static_cast<double>(memory.bytes_cached) / (1 << 20),
       group.active() ? group.comm->options().chunk_bytes >> 10 : 0, core_rt_start * 1e9, core_rt_end * 1e9,
-      core_rt.empty() ? "-" : fmt::format("{:.0f}", fmt::join(scaled(core_rt, 1e9), ",")), shared_weights);
+      core_rt.empty() ? "-" : fmt::format("{:.0f}", fmt::join(scaled(core_rt, 1e9), ",")), shared_weights,
+      fmt::join(rss, ","), o.pipeline.stages, o.pipeline.micro_batches);
   return 0;
 }
 
@@ -166,6 +182,7 @@ Action register_bench(CLI::App& app) {
                   "Under mpirun with shm: every rank keeps its own weights and makes the whole update (by "
                   "default the ranks share one copy and each updates its part)");
   add_chunk_flag(*train, o->chunk_kb);
+  add_pipeline_flags(*train, o->pipeline);
   train
       ->add_option("--probe-every", o->probe_every,
                    "Also sample the cache-line round trip between two cores every N steps, pausing the ranks "

@@ -8,12 +8,13 @@ usage: mpi_pipeline_cli_test.py DTRAIN CASE
                and end at the same test accuracy (the stages' parameters gathered into rank 0's
                model)
   checkpoint   a 2-replica, 2-stage run checkpointed per stage and resumed from the newest step both
-               stages have equals the uninterrupted run at every step (bit for bit)
+               stages have equals the uninterrupted run at every step (bit for bit); dtrain export
+               joins the stages into the whole model's tensors, named as one process's
   bad_input    ranks not divisible by K, an allreduce a subset of the ranks cannot run, more stages
                than layers, a --split layer the model lacks and micro-batches that do not divide
                the batch each stop at once with the constraint named
 """
-import json, os, subprocess, sys, tempfile
+import array, json, os, struct, subprocess, sys, tempfile
 
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 RUN = ["--limit", "640", "--eval-limit", "200", "--threads", "1", "--schedule", "constant", "--lr", "0.02",
@@ -62,6 +63,16 @@ def loss_curve(dtrain):
             print(f"{model}, {replicas} x {stages} stages {' '.join(extra)}: loss within {worst:.1e}, accuracy {acc_b}")
 
 
+def safetensors(path):
+    """name -> (dtype, shape, bytes) of a safetensors file."""
+    with open(path, "rb") as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(size))
+        data = f.read()
+    return {k: (v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]])
+            for k, v in header.items() if k != "__metadata__"}
+
+
 def checkpoint(dtrain):
     """2 replicas of a 2-stage mlp: a run checkpointed every 7 steps, its last checkpoint of stage 1
     deleted (a stage that died while writing), resumed to 2 epochs, equals the uninterrupted run at
@@ -88,7 +99,26 @@ def checkpoint(dtrain):
         assert all(a[r["iteration"]] == r["loss"] for r in b), [(a[r["iteration"]], r["loss"]) for r in b]
         acc = lambda path: [r["test_accuracy"] for r in records(path) if r["type"] == "epoch"]
         assert acc(whole)[-1] == acc(resumed)[-1], (acc(whole), acc(resumed))
-        print(f"resumed at step 14 of stage files 20/14: bit-identical to the uninterrupted run, accuracy {acc(resumed)}")
+        # dtrain export joins the stages into the whole model, equal to one process's after the same steps.
+        single_ckpt = os.path.join(d, "single")
+        rc, out = run([dtrain, "train", "--model", "mlp", *RUN, "--batch", "32", "--epochs", "2", "--checkpoint-dir",
+                       single_ckpt])
+        assert rc == 0, out
+        exported = {}
+        for name, path in (("pipeline", ckpt), ("single", single_ckpt)):
+            rc, out = run([dtrain, "export", "--checkpoint", path, "--out", os.path.join(d, name + ".safetensors")])
+            assert rc == 0, out
+            exported[name] = safetensors(os.path.join(d, name + ".safetensors"))
+        assert exported["pipeline"].keys() == exported["single"].keys(), (exported["pipeline"].keys(),
+                                                                          exported["single"].keys())
+        for k, (dtype, shape, data) in exported["single"].items():
+            assert exported["pipeline"][k][:2] == (dtype, shape), k
+            if dtype == "F32":  # the replicas' two half-batch means round apart from one batch's mean
+                a, b = array.array("f", data), array.array("f", exported["pipeline"][k][2])
+                scale = max(abs(x) for x in a) or 1.0
+                assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-4 * scale, k
+        print(f"resumed at step 14 of stage files 20/14: bit-identical to the uninterrupted run, accuracy "
+              f"{acc(resumed)}; exported {len(exported['pipeline'])} tensors under the whole model's names")
 
 
 def bad_input(dtrain):
