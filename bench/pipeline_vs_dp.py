@@ -7,7 +7,8 @@ For each model, a step of BATCH samples, one compute thread per rank, alternatel
   data parallel  mpirun -np 2 dtrain bench train --model M --batch B/2 --threads 1
   pipeline M=m   mpirun -np 2 dtrain bench train --model M --batch B --threads 1 --pipeline 2
                  --micro-batches m   (1F1B, stages balanced by FLOPs; for each m of --micro-batches)
-and prints the medians: samples/s, the ratio to one process, and each rank's peak RSS (the
+and prints the medians: samples/s (with the spread of the repetitions, (max - min) / median), the
+ratio to one process, and each rank's peak RSS (the
 pipeline's stages hold different parts of the model and of the activations). On two cores data
 parallelism does the same arithmetic in half the time per rank; a pipeline idles (K - 1) / (m + K
 - 1) of its step in the bubble and runs at the pace of its slower stage, so it trails data
@@ -45,13 +46,16 @@ def main():
                 runs[name].append(bl.fields(bl.run(cmd)))
         base = bl.median([r["samples_per_s"] for r in runs["one process"]])
         print(f"\n{model}, {a.batch} samples per step, {a.reps} reps (medians)")
-        print("| configuration | samples/s | vs one process | peak RSS per rank (MiB) |")
-        print("| --- | --- | --- | --- |")
+        print("| configuration | samples/s | spread | vs one process | peak RSS per rank (MiB) |")
+        print("| --- | --- | --- | --- | --- |")
         for name, rs in runs.items():
-            rate = bl.median([r["samples_per_s"] for r in rs])
+            rates = [r["samples_per_s"] for r in rs]
+            rate = bl.median(rates)
+            spread = (max(rates) - min(rates)) / rate
             rss = [bl.median([float(str(r["peak_rss_mb_ranks"]).split(",")[i]) for r in rs])
                    for i in range(len(str(rs[0]["peak_rss_mb_ranks"]).split(",")))]
-            print(f"| {name} | {rate:.0f} | {rate / base:.2f}x | {' / '.join(f'{x:.0f}' for x in rss)} |")
+            print(f"| {name} | {rate:.0f} | {100 * spread:.0f}% | {rate / base:.2f}x | "
+                  f"{' / '.join(f'{x:.0f}' for x in rss)} |")
     bl.footer()
 
 

@@ -50,7 +50,7 @@ struct BenchAllreduceOptions {
   int warmup = 3;
   std::string chunk_kb = "auto";  // comma-separated list
   double timeout = 300;
-  int ranks = 2;  // local backend only
+  int ranks = 2;        // local backend only
   std::string profile;  // --profile: print the model's time beside each row
 };
 

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "calibration/pipeline_report.h"
 #include "core/error.h"
+#include "perfmodel/profile.h"
+#include "perfmodel/workload.h"
 
 namespace dtrain::cli {
 
@@ -86,7 +89,6 @@ std::optional<PipelineSetup> pipeline_setup(const PipelineFlags& f, const Proces
   refuse(run.accumulate != 1, "--accumulate (use --micro-batches)");
   refuse(run.double_buffering, "--double-buffering");
   refuse(run.sync_bn, "--sync-bn");
-  refuse(run.profile, "--profile");
   refuse(run.trace, "--trace");
   refuse(run.bn_stats != "running", "--bn-stats " + run.bn_stats);
   PipelineSetup setup = pipeline_stages(f, model, sample);
@@ -98,6 +100,33 @@ std::optional<PipelineSetup> pipeline_setup(const PipelineFlags& f, const Proces
                     comm::algorithm_name(run.allreduce)));
   if (run.allreduce != comm::Algorithm::kAuto) setup.allreduce = run.allreduce;
   return setup;
+}
+
+perf::PipelineShape pipeline_shape(const PipelineSetup& setup, const Sequential& chain, std::int64_t batch,
+                                   int replicas) {
+  perf::PipelineShape shape;
+  shape.schedule = setup.schedule;
+  shape.micro_batches = setup.micro_batches;
+  shape.batch = batch;
+  shape.replicas = replicas;
+  shape.allreduce = setup.allreduce;
+  for (std::size_t s = 0; s + 1 < setup.bounds.size(); ++s) {
+    shape.stage_layers.emplace_back();
+    for (std::size_t i = setup.bounds[s]; i < setup.bounds[s + 1]; ++i)
+      shape.stage_layers.back().push_back(chain.layer_name(i));
+  }
+  return shape;
+}
+
+std::unique_ptr<Extension> make_pipeline_report(const std::string& profile, const PipelineSetup& setup,
+                                                Sequential& chain, const std::string& model_name, std::int64_t batch,
+                                                int replicas, int stage, bool print) {
+  const perf::PipelineShape shape = pipeline_shape(setup, chain, batch, replicas);
+  const perf::Profile p = perf::load_profile(profile);
+  perf::PipelinePrediction prediction =
+      perf::predict_pipeline(perf::describe_model(chain, setup.sample, model_name), p, shape);
+  if (print) fmt::print("predicted on {}: {}", p.name, perf::describe_pipeline(prediction, shape));
+  return std::make_unique<perf::PipelineReport>(std::move(prediction), stage, print);
 }
 
 }  // namespace dtrain::cli

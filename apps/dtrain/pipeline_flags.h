@@ -11,6 +11,7 @@
 
 #include "apps/dtrain/distributed.h"
 #include "parallel/pipeline_updater.h"
+#include "perfmodel/pipeline_prediction.h"
 
 namespace dtrain::cli {
 
@@ -33,7 +34,6 @@ struct PipelineRunOptions {
   int accumulate = 1;
   bool double_buffering = false;
   bool sync_bn = false;
-  bool profile = false;
   bool trace = false;
   std::string bn_stats = "running";
   comm::Algorithm allreduce = comm::Algorithm::kAuto;  // the replicas' gradient allreduce (auto: ring)
@@ -45,5 +45,16 @@ PipelineSetup pipeline_stages(const PipelineFlags& flags, Module& model, const S
 
 std::optional<PipelineSetup> pipeline_setup(const PipelineFlags& flags, const ProcessGroup& group, Module& model,
                                             const Shape& sample, double timeout_s, const PipelineRunOptions& run);
+
+// The model's view of a pipeline run: its shape for perf::predict_pipeline (the stages' layer
+// names from `chain`, `batch` per replica).
+perf::PipelineShape pipeline_shape(const PipelineSetup& setup, const Sequential& chain, std::int64_t batch,
+                                   int replicas);
+
+// `dtrain train --pipeline --profile FILE`: prints the predicted step's table (print: rank 0) and
+// returns the extension that puts predicted beside measured after each epoch.
+std::unique_ptr<Extension> make_pipeline_report(const std::string& profile, const PipelineSetup& setup,
+                                                Sequential& chain, const std::string& model_name, std::int64_t batch,
+                                                int replicas, int stage, bool print);
 
 }  // namespace dtrain::cli

@@ -47,19 +47,37 @@ int predict_pipeline(const PredictOptions& o) {
   auto model = make_model(q.model, ModelInput{d.channels, d.height, d.width, d.classes}, rng);
   const Shape sample{d.channels, d.height, d.width};
   const PipelineSetup setup = pipeline_stages(o.pipeline, *model, sample);
-  const auto& chain = dynamic_cast<const Sequential&>(*model);
-  perf::PipelineShape shape;
-  shape.schedule = setup.schedule;
-  shape.micro_batches = setup.micro_batches;
-  shape.batch = q.batch_per_worker;
-  for (std::size_t s = 0; s + 1 < setup.bounds.size(); ++s) {
-    shape.stage_layers.emplace_back();
-    for (std::size_t i = setup.bounds[s]; i < setup.bounds[s + 1]; ++i)
-      shape.stage_layers.back().push_back(chain.layer_name(i));
-  }
+  const perf::PipelineShape shape =
+      pipeline_shape(setup, dynamic_cast<const Sequential&>(*model), q.batch_per_worker, 1);
   const perf::Profile profile = perf::load_profile(q.profile);
   const perf::Workload workload = perf::describe_model(*model, sample, q.model);
   const perf::PipelinePrediction p = perf::predict_pipeline(workload, profile, shape);
+  if (o.json) {
+    nlohmann::json stages = nlohmann::json::array();
+    for (std::size_t s = 0; s < p.stages.size(); ++s) {
+      stages.push_back({{"layers", shape.stage_layers[s]},
+                        {"forward_s", p.stages[s].forward_s},
+                        {"backward_s", p.stages[s].backward_s},
+                        {"update_s", p.update_s[s]},
+                        {"send_bytes", s < p.boundary_bytes.size() ? p.boundary_bytes[s] : 0.0},
+                        {"send_s", s < p.transfer_s.size() ? p.transfer_s[s] : 0.0},
+                        {"idle_s", p.clock.idle_s[s]}});
+    }
+    const nlohmann::json out{{"model", q.model},
+                             {"dataset", q.dataset},
+                             {"profile", profile.name},
+                             {"batch", q.batch_per_worker},
+                             {"pipeline", shape.stage_layers.size()},
+                             {"micro_batches", shape.micro_batches},
+                             {"pipeline_schedule", pipeline::schedule_name(shape.schedule)},
+                             {"stages", stages},
+                             {"schedule_s", p.clock.step_s},
+                             {"step_s", p.step_s},
+                             {"bubble_fraction", p.clock.bubble_fraction()},
+                             {"samples_per_s", static_cast<double>(q.batch_per_worker) / p.step_s}};
+    fmt::print("{}\n", out.dump(2));
+    return 0;
+  }
   fmt::print("{} on {}, batch {} per step\nprofile {}\n{}", q.model, q.dataset, q.batch_per_worker,
              perf::describe_profile(profile), perf::describe_pipeline(p, shape));
   return 0;

@@ -230,8 +230,8 @@ int run_train(TrainOptions o) {
   const Shape sample{input.channels, input.height, input.width};
   const std::optional<PipelineSetup> pipe =
       pipeline_setup(o.pipeline, group, *model, sample, o.timeout,
-                     {ps.has_value(), o.accumulate, o.double_buffering, o.large_batch.sync_bn, !o.profile.empty(),
-                      !o.trace.empty(), o.large_batch.bn_stats, dp.algorithm});
+                     {ps.has_value(), o.accumulate, o.double_buffering, o.large_batch.sync_bn, !o.trace.empty(),
+                      o.large_batch.bn_stats, dp.algorithm});
   auto* chain = dynamic_cast<Sequential*>(model.get());
   auto optimizer = make_optimizer(
       o.optimizer, pipe ? PipelineUpdater::stage_parameters(*chain, pipe->bounds, group.rank % pipe->stages())
@@ -242,9 +242,12 @@ int run_train(TrainOptions o) {
     ps_shape = perf::ParameterServerShape{ps->servers, perf::parse_sync(std::string(ps::sync_mode_name(ps->sync))),
                                           static_cast<int>(ps->staleness)};
   }
-  const auto plan = perf::plan_for_train(
-      o.profile, *model, sample, o.model, workers, o.batch, dp, o.allreduce == "auto", auto_bucket,
-      group.active() ? group.comm->options().chunk_bytes : 0, ps_shape, worker_speeds(slowdown, workers));
+  // A pipeline is priced by its own model (pipeline_flags.h: make_pipeline_report), after its updater.
+  const auto plan =
+      pipe ? std::nullopt
+           : perf::plan_for_train(o.profile, *model, sample, o.model, workers, o.batch, dp, o.allreduce == "auto",
+                                  auto_bucket, group.active() ? group.comm->options().chunk_bytes : 0, ps_shape,
+                                  worker_speeds(slowdown, workers));
   if (plan && group.active() && !ps) {
     o.allreduce = comm::algorithm_name(dp.algorithm);
     o.bucket_mb = static_cast<double>(dp.bucket_bytes) / (1 << 20);
@@ -350,6 +353,7 @@ int run_train(TrainOptions o) {
   std::unique_ptr<Updater> updater;
   DataParallelUpdater* data_parallel = nullptr;
   std::shared_ptr<Sequential> pipeline_stage_module;  // this rank's stage, for its checkpoints
+  std::unique_ptr<Extension> pipeline_report;         // --profile: predicted beside measured
   if (pipe) {
     auto pu = std::make_unique<PipelineUpdater>(*chain, *optimizer, group.comm->transport(), *pipe);
     pipeline_stage = pu.get();
@@ -360,6 +364,8 @@ int run_train(TrainOptions o) {
     checkpointer =
         make_stage_checkpointer(o.checkpoint, *pipeline_stage_module, *optimizer, s, pipeline_stage->checkpoint_group(),
                                 pipeline_stage->replica() == 0, config, sampler.batches_per_epoch());
+    if (!o.profile.empty())
+      pipeline_report = make_pipeline_report(o.profile, *pipe, *chain, o.model, o.batch, workers, s, leader);
   } else if (ps) {
     // The servers' momentum correction continues from the rate of the step before the resumed one.
     if (ps_start > 0) optimizer->set_applied_lr(lr_at_iteration(*schedule, ps_start - 1, sampler.batches_per_epoch()));
@@ -416,6 +422,7 @@ int run_train(TrainOptions o) {
   }
   if (checkpointer) trainer.add_extension(checkpointer->extension());
   if (leader && plan) trainer.add_extension(std::make_unique<perf::PredictionReport>(plan->prediction, true));
+  if (pipeline_report) trainer.add_extension(std::move(pipeline_report));
   TraceRecorder* tracer = nullptr;
   if (!o.trace.empty()) {
     auto recorder = std::make_unique<TraceRecorder>(*model, group.rank, 1, o.trace_steps);

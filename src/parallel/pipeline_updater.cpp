@@ -104,6 +104,7 @@ StepResult PipelineUpdater::update(const Batch& batch, std::int64_t iteration) {
   r.samples = static_cast<std::int64_t>(outcome[2]);
   bool finite = outcome[3] != 0.0;
   if (replicas_ > 1) average_with_replicas(finite);
+  const double shared_s = shared.seconds();
   if (!finite) {
     throw NumericError(fmt::format(
         "the loss or a gradient became non-finite at step {} (0-based global iteration; this replica's loss {}); "
@@ -112,7 +113,8 @@ StepResult PipelineUpdater::update(const Batch& batch, std::int64_t iteration) {
   }
   r.times.forward = last_.forward_s;
   r.times.backward = last_.backward_s;
-  r.times.comm = last_.wait_s + shared.seconds();
+  // Waiting for activations and gradients, the loss from the last stage and the replicas' sum.
+  r.times.comm = last_.wait_s + shared_s;
   const Stopwatch update;
   optimizer_.step();
   r.times.update = update.seconds();

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "perfmodel/allreduce_time.h"
 #include "perfmodel/layer_cost.h"
 #include "perfmodel/report.h"
 
@@ -45,29 +46,42 @@ PipelinePrediction predict_pipeline(const Workload& w, const Profile& profile, c
   const LinkProfile& link = profile.node.intra_link;
   for (double bytes : out.boundary_bytes) out.transfer_s.push_back(link.latency.value + bytes / link.one_way());
   out.clock = perf::simulate_pipeline(shape.schedule, shape.micro_batches, out.stages, out.transfer_s);
-  for (std::int64_t p : params) out.update_s.push_back(static_cast<double>(p) / profile.device.update.value);
-  out.step_s = out.clock.step_s + *std::max_element(out.update_s.begin(), out.update_s.end());
+  double slowest = 0;
+  for (int s = 0; s < k; ++s) {
+    out.update_s.push_back(static_cast<double>(params[s]) / profile.device.update.value);
+    // The gradients and the loss's verdict (one float more), as parallel/pipeline_updater.h sends them.
+    const AllreducePlan plan{shape.allreduce, shape.replicas};
+    out.allreduce_s.push_back(
+        shape.replicas > 1 ? allreduce_time(plan, static_cast<std::size_t>(params[s]) + 1, profile).seconds : 0.0);
+    slowest = std::max(slowest, out.update_s.back() + out.allreduce_s.back());
+  }
+  out.step_s = out.clock.step_s + slowest;
   return out;
 }
 
 std::string describe_pipeline(const PipelinePrediction& p, const PipelineShape& shape) {
   const int k = static_cast<int>(p.stages.size());
-  std::string out = fmt::format("pipeline of {} stages, {} micro-batches of {}, {}:\n", k, shape.micro_batches,
-                                shape.batch / shape.micro_batches, pipeline::schedule_name(shape.schedule));
+  std::string out = fmt::format("pipeline of {} stages, {} micro-batches of {}, {}{}:\n", k, shape.micro_batches,
+                                shape.batch / shape.micro_batches, pipeline::schedule_name(shape.schedule),
+                                shape.replicas > 1 ? fmt::format(", {} replicas ({} allreduce)", shape.replicas,
+                                                                 comm::algorithm_name(shape.allreduce))
+                                                   : "");
   out += fmt::format("  {:<6} {:<24} {:>10} {:>10} {:>10} {:>18} {:>6}\n", "stage", "layers", "forward", "backward",
-                     "update", "send", "idle");
+                     shape.replicas > 1 ? "sync+upd" : "update", "send", "idle");
   for (int s = 0; s < k; ++s) {
     const auto& names = shape.stage_layers[static_cast<std::size_t>(s)];
     const std::string layers = names.size() == 1 ? names.front() : names.front() + ".." + names.back();
     const std::string send =
         s + 1 < k ? fmt::format("{:.0f} KiB {}", p.boundary_bytes[s] / 1024, format_seconds(p.transfer_s[s])) : "-";
-    out += fmt::format("  {:<6} {:<24} {:>10} {:>10} {:>10} {:>18} {:>5.0f}%\n", s, layers,
-                       format_seconds(p.stages[s].forward_s), format_seconds(p.stages[s].backward_s),
-                       format_seconds(p.update_s[s]), send, 100 * p.clock.idle_s[s] / p.clock.step_s);
+    out +=
+        fmt::format("  {:<6} {:<24} {:>10} {:>10} {:>10} {:>18} {:>5.0f}%\n", s, layers,
+                    format_seconds(p.stages[s].forward_s), format_seconds(p.stages[s].backward_s),
+                    format_seconds(p.update_s[s] + p.allreduce_s[s]), send, 100 * p.clock.idle_s[s] / p.clock.step_s);
   }
-  out += fmt::format("step {} (schedule {} + slowest update), bubble {:.0f}% of the stages' time, {:.0f} samples/s\n",
-                     format_seconds(p.step_s), format_seconds(p.clock.step_s), 100 * p.clock.bubble_fraction(),
-                     static_cast<double>(shape.batch) / p.step_s);
+  out += fmt::format("step {} (schedule {} + slowest {}), bubble {:.0f}% of the stages' time, {:.0f} samples/s\n",
+                     format_seconds(p.step_s), format_seconds(p.clock.step_s),
+                     shape.replicas > 1 ? "allreduce and update" : "update", 100 * p.clock.bubble_fraction(),
+                     static_cast<double>(shape.batch * shape.replicas) / p.step_s);
   return out;
 }
 

@@ -2,8 +2,9 @@
 // micro-batch from its layers (layer_cost.h), each boundary's transfer from the intra-node link
 // (alpha + bytes / bandwidth of one micro-batch's activations, f32), run on the schedule's clock
 // (pipeline_time.h) so that an unbalanced pipeline is priced by the waits its slowest stage
-// causes; then the slowest stage's optimizer update (every stage updates at once).
-//   step = clock(f_s, b_s, t_s; schedule, m) + max_s(params_s / update rate)
+// causes; then, with R data-parallel replicas, each stage's allreduce of its gradients over its
+// replicas (allreduce_time.h), and the slowest stage's optimizer update (every stage at once):
+//   step = clock(f_s, b_s, t_s; schedule, m) + max_s(allreduce_R(params_s) + params_s / update rate)
 #pragma once
 
 #include <cstddef>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/algorithm.h"
 #include "perfmodel/pipeline_time.h"
 #include "perfmodel/profile.h"
 #include "perfmodel/workload.h"
@@ -24,6 +26,8 @@ struct PipelineShape {
   // Stage s holds the workload layers whose path is, or lies under, one of stage_layers[s]
   // (the names of the chain's top-level layers, pipeline/stages.h).
   std::vector<std::vector<std::string>> stage_layers;
+  int replicas = 1;  // data-parallel replicas of the pipeline, each with its own `batch`
+  comm::Algorithm allreduce = comm::Algorithm::kRing;  // the replicas' gradient allreduce
 };
 
 struct PipelinePrediction {
@@ -31,8 +35,9 @@ struct PipelinePrediction {
   std::vector<double> transfer_s;       // per boundary, per message
   std::vector<double> boundary_bytes;   // per boundary, per message
   std::vector<double> update_s;         // per stage
+  std::vector<double> allreduce_s;      // per stage: its gradients over the replicas (0 for one)
   perf::PipelineTiming clock;
-  double step_s = 0;  // clock.step_s + the slowest update
+  double step_s = 0;  // clock.step_s + the slowest stage's allreduce and update
 };
 
 // InputError when the batch is not a multiple of the micro-batches or a workload layer belongs

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "perfmodel/allreduce_time.h"
 #include "perfmodel/layer_cost.h"
 
 namespace dtrain::perf {
@@ -37,6 +38,20 @@ TEST(PipelinePrediction, StagesAreTheirLayersAndTheStepIsTheClockPlusTheSlowestU
   const PipelineTiming clock = simulate_pipeline(pipeline::ScheduleKind::kOneFOneB, 4, p.stages, p.transfer_s);
   EXPECT_DOUBLE_EQ(p.step_s, clock.step_s + std::max(p.update_s[0], p.update_s[1]));
   EXPECT_DOUBLE_EQ(p.update_s[0], (784.0 * 512 + 512) / profile.device.update.value);
+}
+
+TEST(PipelinePrediction, ReplicasAddEachStagesAllreduceBeforeTheUpdate) {
+  const Workload w = describe_zoo_model("mlp", "fashion-mnist");
+  const Profile profile = load_profile("2xa100-nvlink3");
+  PipelineShape shape = mlp_in_two(4);
+  shape.replicas = 2;
+  const PipelinePrediction p = predict_pipeline(w, profile, shape);
+  const std::size_t stage0 = 784 * 512 + 512, stage1 = 512 * 512 + 512 + 512 * 10 + 10;
+  EXPECT_DOUBLE_EQ(p.allreduce_s[0], allreduce_time({comm::Algorithm::kRing, 2}, stage0 + 1, profile).seconds);
+  EXPECT_DOUBLE_EQ(p.allreduce_s[1], allreduce_time({comm::Algorithm::kRing, 2}, stage1 + 1, profile).seconds);
+  EXPECT_DOUBLE_EQ(p.step_s,
+                   p.clock.step_s + std::max(p.update_s[0] + p.allreduce_s[0], p.update_s[1] + p.allreduce_s[1]));
+  EXPECT_DOUBLE_EQ(p.clock.step_s, predict_pipeline(w, profile, mlp_in_two(4)).clock.step_s);
 }
 
 TEST(PipelinePrediction, MoreMicroBatchesShrinkTheBubble) {
