@@ -89,7 +89,6 @@ std::optional<PipelineSetup> pipeline_setup(const PipelineFlags& f, const Proces
   refuse(run.accumulate != 1, "--accumulate (use --micro-batches)");
   refuse(run.double_buffering, "--double-buffering");
   refuse(run.sync_bn, "--sync-bn");
-  refuse(run.trace, "--trace");
   refuse(run.bn_stats != "running", "--bn-stats " + run.bn_stats);
   PipelineSetup setup = pipeline_stages(f, model, sample);
   setup.timeout_s = timeout_s;

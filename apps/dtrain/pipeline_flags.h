@@ -34,7 +34,6 @@ struct PipelineRunOptions {
   int accumulate = 1;
   bool double_buffering = false;
   bool sync_bn = false;
-  bool trace = false;
   std::string bn_stats = "running";
   comm::Algorithm allreduce = comm::Algorithm::kAuto;  // the replicas' gradient allreduce (auto: ring)
 };

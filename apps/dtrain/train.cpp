@@ -228,10 +228,9 @@ int run_train(TrainOptions o) {
   auto model = make_model(o.model, input, rng);
   if (wants_zero_gamma(o.large_batch)) init::zero_residual_gammas(*model);
   const Shape sample{input.channels, input.height, input.width};
-  const std::optional<PipelineSetup> pipe =
-      pipeline_setup(o.pipeline, group, *model, sample, o.timeout,
-                     {ps.has_value(), o.accumulate, o.double_buffering, o.large_batch.sync_bn, !o.trace.empty(),
-                      o.large_batch.bn_stats, dp.algorithm});
+  const std::optional<PipelineSetup> pipe = pipeline_setup(
+      o.pipeline, group, *model, sample, o.timeout,
+      {ps.has_value(), o.accumulate, o.double_buffering, o.large_batch.sync_bn, o.large_batch.bn_stats, dp.algorithm});
   auto* chain = dynamic_cast<Sequential*>(model.get());
   auto optimizer = make_optimizer(
       o.optimizer, pipe ? PipelineUpdater::stage_parameters(*chain, pipe->bounds, group.rank % pipe->stages())
@@ -429,6 +428,11 @@ int run_train(TrainOptions o) {
     tracer = recorder.get();
     tracer->install();
     if (data_parallel != nullptr) data_parallel->set_observer(tracer);
+    if (pipeline_stage != nullptr) {
+      pipeline_stage->set_trace([tracer](std::string name, std::string category, double from, double to) {
+        tracer->schedule_span(std::move(name), std::move(category), from, to);
+      });
+    }
     if (ps_worker != nullptr) ps_worker->set_observer(tracer);
     trainer.add_extension(std::move(recorder));
   }

@@ -17,6 +17,8 @@ const char* lane_name(TraceLane lane) {
       return "communication";
     case TraceLane::kLoader:
       return "data loader";
+    case TraceLane::kSchedule:
+      return "pipeline schedule";
   }
   return "?";
 }

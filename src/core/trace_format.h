@@ -11,7 +11,7 @@
 
 namespace dtrain {
 
-enum class TraceLane : int { kCompute = 1, kComm = 2, kLoader = 3 };
+enum class TraceLane : int { kCompute = 1, kComm = 2, kLoader = 3, kSchedule = 4 };
 const char* lane_name(TraceLane lane);
 
 struct TraceEvent {

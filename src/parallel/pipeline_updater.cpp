@@ -105,6 +105,7 @@ StepResult PipelineUpdater::update(const Batch& batch, std::int64_t iteration) {
   bool finite = outcome[3] != 0.0;
   if (replicas_ > 1) average_with_replicas(finite);
   const double shared_s = shared.seconds();
+  if (trace_) trace_step(shared_s);
   if (!finite) {
     throw NumericError(fmt::format(
         "the loss or a gradient became non-finite at step {} (0-based global iteration; this replica's loss {}); "
@@ -119,6 +120,37 @@ StepResult PipelineUpdater::update(const Batch& batch, std::int64_t iteration) {
   optimizer_.step();
   r.times.update = update.seconds();
   return r;
+}
+
+void PipelineUpdater::trace_step(double shared_s) const {
+  using pipeline::ActionKind;
+  double end = 0;
+  for (const pipeline::ActionRecord& a : last_.timeline) {
+    const int i = a.action.micro_batch;
+    end = std::max(end, a.end_s);
+    std::string name, category;
+    switch (a.action.kind) {
+      case ActionKind::kForward:
+        name = fmt::format("F{}", i), category = "forward";
+        break;
+      case ActionKind::kBackward:
+        name = fmt::format("B{}", i), category = "backward";
+        break;
+      case ActionKind::kRecvActivation:
+        name = fmt::format("wait: activation {} from stage {}", i, stage_index_ - 1), category = "wait";
+        break;
+      case ActionKind::kRecvGradient:
+        name = fmt::format("wait: gradient {} from stage {}", i, stage_index_ + 1), category = "wait";
+        break;
+      default:
+        continue;  // sends are posted, not waited for
+    }
+    trace_(name, category, last_.wall_start + a.start_s, last_.wall_start + a.end_s);
+  }
+  const double sends = last_.wall_start + end, finished = last_.wall_start + last_.seconds;
+  if (finished > sends) trace_("wait: sends to finish", "wait", sends, finished);
+  trace_(replicas_ > 1 ? "loss from the last stage, replicas' allreduce" : "loss from the last stage", "comm", finished,
+         finished + shared_s);
 }
 
 void PipelineUpdater::sum_over_replicas(std::vector<double>& values) {

@@ -13,7 +13,9 @@
 // tensor, the model's bytes once per call).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -66,12 +68,17 @@ class PipelineUpdater : public Updater {
   static std::int64_t common_step(std::int64_t newest, comm::Communicator& world);
 
   const pipeline::StageStep& last_step() const { return last_; }
+  // Receives each step's actions (name, category, wall-clock start and end) for a trace
+  // (train/trace_recorder.h: schedule_span).
+  using ScheduleSpan = std::function<void(std::string, std::string, double, double)>;
+  void set_trace(ScheduleSpan span) { trace_ = std::move(span); }
   int stage() const { return stage_index_; }
   int replica() const { return replica_; }
   int replicas() const { return replicas_; }
 
  private:
   void average_with_replicas(bool& finite);
+  void trace_step(double shared_s) const;
 
   Sequential& model_;
   Optimizer& optimizer_;
@@ -85,6 +92,7 @@ class PipelineUpdater : public Updater {
   std::unique_ptr<pipeline::StageRunner> runner_;
   std::vector<float> flat_;  // the stage's gradients, flattened, for the replicas' allreduce
   pipeline::StageStep last_;
+  ScheduleSpan trace_;
 };
 
 // Runs gather_model through `run` (the communication worker) at each epoch's end, before the

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cmath>
 #include <map>
 
@@ -42,6 +43,7 @@ StageStep StageRunner::run(const Tensor& inputs, const Tensor& labels, double la
   // The micro-batches this stage holds: its input (first: none) and the output's graph root (the
   // loss, or the send's delegate), from forward to backward.
   std::map<int, Variable> inputs_held, roots;
+  out.wall_start = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   const Stopwatch step;
   const double waited_before = p2p_.receive_seconds();
   double loss_sum = 0;

@@ -45,6 +45,7 @@ struct StageStep {
   double forward_s = 0, backward_s = 0;   // compute, without the waits
   double wait_s = 0;                      // waiting for activations and gradients
   double seconds = 0;                     // the whole step's part of this stage
+  double wall_start = 0;                  // when it began, wall-clock seconds (traces line ranks up by it)
   std::vector<ActionRecord> timeline;
 };
 

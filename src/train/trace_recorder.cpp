@@ -44,6 +44,11 @@ void TraceRecorder::add(std::string name, std::string category, TraceLane lane, 
       {std::move(name), std::move(category), rank_, lane, start, std::max(0.0, end - start), std::move(args)});
 }
 
+void TraceRecorder::schedule_span(std::string name, std::string category, double wall_start, double wall_end) {
+  if (recording_)
+    add(std::move(name), std::move(category), TraceLane::kSchedule, wall_start - origin_, wall_end - origin_);
+}
+
 void TraceRecorder::begin_step(std::int64_t step, double at) {
   step_ = step;
   step_start_ = at;

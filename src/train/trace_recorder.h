@@ -65,6 +65,10 @@ class TraceRecorder : public Extension,
   void pull_begin() override { update_begin(); }
   void pull_end() override;
 
+  // A pipeline stage's action (forward or backward of a micro-batch, a wait for a transfer) on
+  // the schedule's lane, in wall-clock seconds; kept when the step is in the window.
+  void schedule_span(std::string name, std::string category, double wall_start, double wall_end);
+
   std::vector<TraceEvent> events() const;
   // This rank's events as JSON (what gather sends; times from the wall clock's zero), and back.
   std::string serialize() const;

@@ -10,6 +10,7 @@ usage: mpi_pipeline_cli_test.py DTRAIN CASE
   checkpoint   a 2-replica, 2-stage run checkpointed per stage and resumed from the newest step both
                stages have equals the uninterrupted run at every step (bit for bit); dtrain export
                joins the stages into the whole model's tensors, named as one process's
+  trace        --trace shows each rank's schedule actions in order, and its waits
   bad_input    ranks not divisible by K, an allreduce a subset of the ranks cannot run, more stages
                than layers, a --split layer the model lacks and micro-batches that do not divide
                the batch each stop at once with the constraint named
@@ -121,6 +122,27 @@ def checkpoint(dtrain):
               f"{acc(resumed)}; exported {len(exported['pipeline'])} tensors under the whole model's names")
 
 
+def trace(dtrain):
+    """--trace of a 2-stage 1F1B run: each rank's lane of schedule actions holds its forwards and
+    backwards in the schedule's order and its waits, inside the window of steps asked for."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "trace.json")
+        rc, out = run(MPIRUN + ["-np", "2", dtrain, "train", "--model", "lenet", *COMMON, "--batch", "32",
+                                "--pipeline", "2", "--micro-batches", "4", "--trace", path, "--trace-steps", "1"])
+        assert rc == 0, out
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+        lanes = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+        for rank, order in ((0, "F0 F1 B0 F2 B1 F3 B2 B3"), (1, "F0 B0 F1 B1 F2 B2 F3 B3")):
+            lane = [e for e in events if e.get("ph") == "X" and e["pid"] == rank and
+                    lanes.get((rank, e["tid"])) == "pipeline schedule"]
+            compute = " ".join(e["name"] for e in sorted(lane, key=lambda e: e["ts"]) if e["name"][0] in "FB")
+            assert compute == order, (rank, compute)
+            waits = [e for e in lane if e["name"].startswith("wait: ")]
+            assert waits, (rank, [e["name"] for e in lane])
+        print("trace: both ranks' schedule lanes in 1F1B order, with their waits")
+
+
 def bad_input(dtrain):
     cases = [
         (3, ["--model", "mlp", "--pipeline", "2"], "do not divide into 2-stage pipelines"),
@@ -141,4 +163,4 @@ def bad_input(dtrain):
 
 if __name__ == "__main__":
     dtrain, case = sys.argv[1], sys.argv[2]
-    {"loss_curve": loss_curve, "checkpoint": checkpoint, "bad_input": bad_input}[case](dtrain)
+    {"loss_curve": loss_curve, "checkpoint": checkpoint, "trace": trace, "bad_input": bad_input}[case](dtrain)
