@@ -4,6 +4,7 @@
 
 #include "calibration/pipeline_report.h"
 #include "core/error.h"
+#include "core/split.h"
 #include "perfmodel/profile.h"
 #include "perfmodel/workload.h"
 
@@ -30,17 +31,6 @@ void add_pipeline_flags(CLI::App& command, PipelineFlags& flags) {
 
 namespace {
 
-std::vector<std::string> split_names(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    const std::size_t end = std::min(text.find(',', begin), text.size());
-    out.push_back(text.substr(begin, end - begin));
-    begin = end + 1;
-  }
-  return out;
-}
-
 void refuse(bool given, const std::string& what) {
   if (given)
     throw InputError(fmt::format("--pipeline does not combine with {} yet: drop it, or run without --pipeline", what));
@@ -60,7 +50,7 @@ PipelineSetup pipeline_stages(const PipelineFlags& f, Module& model, const Shape
   setup.micro_batches = f.micro_batches;
   setup.sample = sample;
   if (!f.split.empty()) {
-    const auto names = split_names(f.split);
+    const auto names = split_list(f.split, ',');
     if (static_cast<int>(names.size()) != f.stages - 1)
       throw InputError(fmt::format("--split names {} layers, but --pipeline {} needs {} (where stages 2..{} start)",
                                    names.size(), f.stages, f.stages - 1, f.stages));

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "core/split.h"
 #include "perfmodel/profile.h"
 
 namespace dtrain::perf {
@@ -69,14 +70,9 @@ bool is_file_term(const std::string& term) {
 }
 
 std::vector<std::string> split_terms(const std::string& spec) {
-  std::vector<std::string> terms;
-  std::size_t begin = 0;
-  while (begin <= spec.size()) {
-    const std::size_t end = std::min(spec.find('+', begin), spec.size());
-    terms.push_back(spec.substr(begin, end - begin));
-    if (terms.back().empty()) throw InputError(fmt::format("--profile '{}' has an empty term around '+'", spec));
-    begin = end + 1;
-  }
+  std::vector<std::string> terms = split_list(spec, '+');
+  for (const std::string& term : terms)
+    if (term.empty()) throw InputError(fmt::format("--profile '{}' has an empty term around '+'", spec));
   return terms;
 }
 

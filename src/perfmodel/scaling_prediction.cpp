@@ -6,26 +6,16 @@
 
 #include "comm/algorithm.h"
 #include "core/error.h"
+#include "core/split.h"
 #include "perfmodel/report.h"
 #include "tensor/dtype.h"
 
 namespace dtrain::perf {
 namespace {
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t begin = 0;
-  while (begin <= s.size()) {
-    const std::size_t end = std::min(s.find(',', begin), s.size());
-    out.push_back(s.substr(begin, end - begin));
-    begin = end + 1;
-  }
-  return out;
-}
-
 std::vector<int> parse_worker_counts(const std::string& s) {
   std::vector<int> out;
-  for (const std::string& w : split_commas(s)) {
+  for (const std::string& w : split_list(s, ',')) {
     std::size_t used = 0;
     long v = 0;
     try {
@@ -73,7 +63,7 @@ std::vector<RunConfig> configurations(const ScalingQuery& q, const std::string& 
     throw InputError(fmt::format("unknown --slow-mode '{}'; valid: none, persistent, random", q.slow_mode));
   }
   std::vector<RunConfig> out;
-  for (const std::string& name : split_commas(exchanges)) {
+  for (const std::string& name : split_list(exchanges, ',')) {
     RunConfig c = base;
     if (name == "ps") {
       c.exchange = Exchange::kParameterServer;
