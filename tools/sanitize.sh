@@ -33,8 +33,11 @@ if [ "$which" != tsan ]; then
   # code, is the subject), the pymodule ones (the Python module, which python3 cannot load without
   # the sanitizer's runtime; the asan build leaves it out), the install one (an instrumented
   # library installs for instrumented users only), AllreduceCost (message counting on the same
-  # transport) and AllreduceExact.RandomData (the same code paths as ClosedForm*, which stay).
-  ctest --preset asan -j2 -LE 'mpi|python|pymodule|install' -E 'AllreduceCost\.|AllreduceExact\.RandomData' "$@"
+  # transport), AllreduceExact.RandomData (the same code paths as ClosedForm*, which stay) and
+  # PipelineTiming (a schedule's wall-clock time against the model's: the instrumented code around
+  # each sleeping stage put GPipe K=4 m=2 at +5.9% of the 5% it allows; the runner's code runs in
+  # the other pipeline tests).
+  ctest --preset asan -j2 -LE 'mpi|python|pymodule|install' -E 'AllreduceCost\.|AllreduceExact\.RandomData|PipelineTiming\.' "$@"
   # Open MPI leaks memory allocated by components it has unloaded by exit, so no suppression can
   # name them: the runs under mpirun are checked for everything but leaks. Left to the plain
   # suite: 5 to 8 oversubscribed ranks (the code of 1 to 4), the loss curves of the other
