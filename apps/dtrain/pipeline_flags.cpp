@@ -69,7 +69,6 @@ std::optional<PipelineSetup> pipeline_setup(const PipelineFlags& f, const Proces
     return std::nullopt;
   }
   if (f.stages < 1) throw InputError(fmt::format("--pipeline must be at least 1, got {}", f.stages));
-  if (f.micro_batches < 1) throw InputError(fmt::format("--micro-batches must be at least 1, got {}", f.micro_batches));
   if (group.size % f.stages != 0)
     throw InputError(
         fmt::format("--pipeline {}: the {} ranks do not divide into {}-stage pipelines; start "
