@@ -121,6 +121,7 @@ def build_grid(a):
                     itertools.product(listed(a.models), listed(a.algorithms), listed(a.dtypes), dbs)
                     if al != "shm" or lay.rate is None]
             rows += ps_rows(a, lay)
+            rows += model_parallel_rows(a, lay)
         grid.append((lay, rows))
     return grid
 
@@ -141,9 +142,36 @@ def ps_rows(a, lay):
     return rows
 
 
+def model_parallel_rows(a, lay):
+    """The model-parallel rows of a one-host layout: a 2-stage 1F1B pipeline at every
+    --pipeline-micro-batches m on 2 ranks (one replica), and every layer split over all the
+    layout's ranks (--tensor-parallel)."""
+    if lay.rate is not None:
+        return []
+    rows = []
+    if lay.ranks == 2:
+        rows += [dict(model=m, algorithm="pipeline", micro=int(k), dtype="f32", db=False)
+                 for m in listed(a.models) for k in listed(a.pipeline_micro_batches)]
+    if a.tensor_parallel:
+        rows += [dict(model=m, algorithm="tensor", dtype="f32", db=False) for m in listed(a.models)
+                 if m != "resnet20"]  # its residual blocks stay whole: little to split
+    return rows
+
+
+def calibration_setting(a, lay, row):
+    """(batch, T): what a row's calibration must measure its layers at: the batch they run at (a
+    pipeline's micro-batch, the per-rank batch otherwise) and, for a tensor-parallel row, the
+    shares of its split layers one of the layout's T ranks computes (`calibrate --tensor-parallel`)."""
+    return a.batch // row.get("micro", 1), lay.ranks if row["algorithm"] == "tensor" else 1
+
+
 def row_label(layout, ranks, r):
     if ranks == 1:
         return f"{layout:<22} {r['model']:<9}"
+    if r["algorithm"] == "pipeline":
+        return f"{layout:<22} {r['model']:<9} pipeline m={r['micro']}"
+    if r["algorithm"] == "tensor":
+        return f"{layout:<22} {r['model']:<9} tensor T={ranks}"
     if r["algorithm"] == "ps":
         slow = f"{r['straggler'][:4]}" if r["straggler"] != "none" else ""
         return f"{layout:<22} {r['model']:<9} ps {r['sync']} K={r['servers']} {r['dtype']} {slow}"
@@ -154,9 +182,12 @@ def label(lay, r):
     return row_label(lay.name, lay.ranks, r)
 
 
-def calibrate(a, lay, path, models):
-    cmd = lay.prefix() + [a.dtrain, "calibrate", "--threads", "1", "--batch", str(a.batch), "--models",
+def calibrate(a, lay, path, models, setting):
+    batch, tensor = setting
+    cmd = lay.prefix() + [a.dtrain, "calibrate", "--threads", "1", "--batch", str(batch), "--models",
                           ",".join(models), "-o", path]
+    if tensor > 1:
+        cmd += ["--tensor-parallel", str(tensor)]
     return bl.run(cmd, env=lay.env)
 
 
@@ -173,6 +204,12 @@ def ps_flags(a, row):
 
 
 def predict(a, profile, lay, row):
+    if row["algorithm"] in ("pipeline", "tensor"):
+        split = ["--pipeline", "2", "--micro-batches", str(row["micro"])] if row["algorithm"] == "pipeline" else \
+            ["--tensor-parallel", str(lay.ranks)]
+        cmd = [a.dtrain, "predict", "--model", row["model"], "--dataset", DATASET[row["model"]], "--batch-per-worker",
+               str(a.batch), "--profile", profile, "--json"] + split
+        return json.loads(bl.run(cmd))["step_s"]
     if row["algorithm"] == "ps":  # trained by `dtrain train` on its default dataset (measure_ps)
         cmd = [a.dtrain, "predict", "--model", row["model"], "--dataset", "fashion-mnist", "--workers",
                str(row["workers"]), "--batch-per-worker", str(a.batch), "--profile", profile, "--epochs", "1",
@@ -248,10 +285,15 @@ def measure(a, lay, row, predicted):
     steps = measured_steps(a, predicted)
     cmd = lay.prefix() + [a.dtrain, "bench", "train", "--model", row["model"], "--batch", str(a.batch),
                           "--threads", "1", "--steps", str(steps), "--warmup", str(max(2, steps // 10))]
-    if lay.ranks > 1:
+    if row["algorithm"] == "pipeline":
+        cmd += ["--pipeline", "2", "--micro-batches", str(row["micro"])]
+    elif row["algorithm"] == "tensor":
+        cmd += ["--tensor-parallel", str(lay.ranks)]
+    elif lay.ranks > 1:
         cmd += ["--allreduce", row["algorithm"], "--comm-dtype", row["dtype"], "--bucket-mb", str(a.bucket_mb)]
         if row["db"]:
             cmd.append("--double-buffering")
+    if lay.ranks > 1:
         if lay.rate is None:  # the state through the run, not only at its ends (a pause per sample)
             cmd += ["--probe-every", str(max(1, steps // 4))]
     f = bl.fields(bl.run(cmd, env=lay.env))
@@ -373,13 +415,16 @@ def summarize(results, json_path=None, elapsed=None):
     if agreed:
         print(f"{len(agreed)} rows whose repetitions agree within 25% (max/min <= 1.25): median absolute error "
               f"{100 * bl.median(agreed):.1f}%, maximum {100 * max(agreed):.1f}%")
-    ps = subset_errors([r for r in results if r.get("algorithm") == "ps"])
-    if ps:
-        print(f"{ps['rows']} parameter-server rows: median absolute error {100 * ps['median_abs_error']:.1f}%, "
-              f"maximum {100 * ps['max_abs_error']:.1f}%" + (
-                  f"; the {ps['repeatable']['rows']} whose repetitions agree within 25%: median "
-                  f"{100 * ps['repeatable']['median_abs_error']:.1f}%, maximum "
-                  f"{100 * ps['repeatable']['max_abs_error']:.1f}%" if ps["repeatable"] else ""))
+    subsets = {}
+    for algorithm, name in (("ps", "parameter-server"), ("pipeline", "pipeline"), ("tensor", "tensor-parallel")):
+        sub = subsets[algorithm] = subset_errors([r for r in results if r.get("algorithm") == algorithm])
+        if sub:
+            print(f"{sub['rows']} {name} rows: median absolute error {100 * sub['median_abs_error']:.1f}%, "
+                  f"maximum {100 * sub['max_abs_error']:.1f}%" + (
+                      f"; the {sub['repeatable']['rows']} whose repetitions agree within 25%: median "
+                      f"{100 * sub['repeatable']['median_abs_error']:.1f}%, maximum "
+                      f"{100 * sub['repeatable']['max_abs_error']:.1f}%" if sub["repeatable"] else ""))
+    ps = subsets["ps"]
     bl.footer()
     if json_path:
         with open(json_path, "w") as f:
@@ -393,7 +438,8 @@ def summarize(results, json_path=None, elapsed=None):
                        "repeatable_rows": {"rows": len(agreed),
                                            "median_abs_error": bl.median(agreed) if agreed else None,
                                            "max_abs_error": max(agreed) if agreed else None},
-                       "parameter_server_rows": ps}, f, indent=1)
+                       "parameter_server_rows": ps, "pipeline_rows": subsets["pipeline"],
+                       "tensor_parallel_rows": subsets["tensor"]}, f, indent=1)
 
 
 def parse_args(argv=None):
@@ -416,6 +462,12 @@ def parse_args(argv=None):
     ap.add_argument("--ps-dtypes", default="f32", help="the parameter-server rows' push types")
     ap.add_argument("--ps-min-steps", type=int, default=40,
                     help="fewest global steps a parameter-server row measures (its rules settle over a few clocks)")
+    ap.add_argument("--pipeline-micro-batches", default="1,2,4,8",
+                    help="on 2 ranks on one host: a 2-stage pipeline row per micro-batch count, its prediction from a "
+                         "calibration at the micro-batch's size ('' for none)")
+    ap.add_argument("--tensor-parallel", action=argparse.BooleanOptionalAction, default=True,
+                    help="on one host with 2 ranks or more: a row per model (mlp, lenet) with its layers split over "
+                         "all the ranks (tensorparallel/plan.h)")
     ap.add_argument("--db", choices=["no", "yes", "both"], default="both", help="double buffering")
     ap.add_argument("--batch", type=int, default=64, help="samples per rank per step")
     ap.add_argument("--bucket-mb", type=float, default=1.0)
@@ -500,23 +552,27 @@ def main():
                     # for all models of the grid.
                     groups = [listed(a.models)] if a.shared_calibration else [[m] for m in listed(a.models)]
                     group_of = {m: g for g in groups for m in g}
-                    # Per model, every calibration of this layout and repetition: (path, round trip).
+                    # Per model and batch, every calibration of this layout and repetition:
+                    # (path, round trip).
                     profiles = {}
 
-                    def calibrate_now(models, why):
-                        n = len(profiles.get(models[0], []))
-                        path = os.path.join(tmp, f"rep{rep}-layout{i}-{'-'.join(models)}-{n}.json")
+                    def calibrate_now(models, setting, why):
+                        batch, tensor = setting
+                        n = len(profiles.get((models[0], setting), []))
+                        path = os.path.join(tmp, f"rep{rep}-layout{i}-{'-'.join(models)}-b{batch}-t{tensor}-{n}.json")
                         bl.wait_quiet(a.quiet)
                         t0 = time.time()
-                        calibrate(a, lay, path, models)
+                        calibrate(a, lay, path, models, setting)
                         rt = core_round_trip(path)
-                        print(f"# {lay.name}: calibrated on {','.join(models)} in {time.time() - t0:.1f} s "
+                        at = (f", batch {batch}" if batch != a.batch else "") + \
+                            (f", tensor-parallel {tensor}" if tensor > 1 else "")
+                        print(f"# {lay.name}: calibrated on {','.join(models)}{at} in {time.time() - t0:.1f} s "
                               f"(repetition {rep + 1}{why}; core round trip {round((rt or 0) * 1e9)} ns)", flush=True)
                         for m in models:
-                            profiles.setdefault(m, []).append((path, rt))
+                            profiles.setdefault((m, setting), []).append((path, rt))
 
                     for models in groups:
-                        calibrate_now(models, "")
+                        calibrate_now(models, (a.batch, 1), "")
                     # On one host the round trip before each row picks the calibration made in
                     # that state, calibrating anew the first time a state is met (--per-state).
                     per_state = a.per_state and lay.ranks > 1 and lay.rate is None
@@ -524,14 +580,18 @@ def main():
                         bl.wait_quiet(a.quiet)
                         t1 = time.time()
                         key = label(lay, r)
-                        profile, calibrated = profiles[r["model"]][0]
+                        setting = calibration_setting(a, lay, r)
+                        if (r["model"], setting) not in profiles:
+                            calibrate_now(group_of[r["model"]], setting, "")
+                        profile, calibrated = profiles[(r["model"], setting)][0]
                         if per_state:
                             now = core_state_now(a)
                             # State unknown: the latest calibration, as the runs' own samples will say.
-                            fits = [q for q in profiles[r["model"]] if now is None or same_state(q[1], [now])]
+                            fits = [q for q in profiles[(r["model"], setting)] if now is None or same_state(q[1], [now])]
                             if not fits:
-                                calibrate_now(group_of[r["model"]], f", the cores' state is now {round(now * 1e9)} ns")
-                                fits = [profiles[r["model"]][-1]]
+                                calibrate_now(group_of[r["model"]], setting,
+                                              f", the cores' state is now {round(now * 1e9)} ns")
+                                fits = [profiles[(r["model"], setting)][-1]]
                             profile, calibrated = fits[-1]
                         try:
                             p = predict(a, profile, lay, r)

@@ -20,7 +20,7 @@ ROOMS = ["core", "tensor", "autograd", "nn", "optim", "data", "comm", "pipeline"
 
 # What the model may include from the rooms below it (a room, or one header of it).
 MODEL_MAY_INCLUDE = {"core", "tensor", "autograd", "nn", "comm/algorithm.h", "comm/bucket_plan.h",
-                     "pipeline/schedule.h"}
+                     "pipeline/schedule.h", "tensorparallel/plan.h"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 

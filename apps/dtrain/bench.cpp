@@ -15,6 +15,7 @@
 #include "parallel/data_parallel.h"
 #include "tensor/allocator.h"
 #include "tensor/kernels/cpu/gemm.h"
+#include "tensorparallel/parallelize.h"
 
 namespace dtrain::cli {
 namespace {
@@ -34,9 +35,27 @@ struct BenchTrainOptions {
   bool private_weights = false;
   std::string chunk_kb = "auto";
   std::string gemm = "onednn";
-  int probe_every = 0;     // steps between samples of the core round trip (0: at the start and end only)
-  PipelineFlags pipeline;  // under mpirun: --pipeline K stages (P/K replicas) instead of data parallelism
+  int probe_every = 0;      // steps between samples of the core round trip (0: at the start and end only)
+  PipelineFlags pipeline;   // under mpirun: --pipeline K stages (P/K replicas) instead of data parallelism
+  int tensor_parallel = 1;  // under mpirun -np T: the model's layers split over the T ranks instead
 };
+
+// --tensor-parallel T: every rank builds the same whole model and batch (one seed) and runs its
+// part of each split layer (tensorparallel/parallelize.h).
+void check_tensor_parallel(const BenchTrainOptions& o, const ProcessGroup& group, const Module& model) {
+  if (o.tensor_parallel < 1)
+    throw InputError(fmt::format("--tensor-parallel must be at least 1, got {}", o.tensor_parallel));
+  if (o.pipeline.stages != 1)
+    throw InputError("--tensor-parallel does not combine with --pipeline in dtrain bench yet: drop one of them");
+  if (group.size != o.tensor_parallel)
+    throw InputError(
+        fmt::format("--tensor-parallel {} splits each layer over {} ranks, but this run has {}: start "
+                    "mpirun -np {}",
+                    o.tensor_parallel, o.tensor_parallel, group.size, o.tensor_parallel));
+  if (dynamic_cast<const Sequential*>(&model) == nullptr)
+    throw InputError(
+        fmt::format("--tensor-parallel splits a chain of layers; this model ({}) is not one", model.type()));
+}
 
 std::vector<double> scaled(std::vector<double> v, double factor) {
   for (double& x : v) x *= factor;
@@ -72,7 +91,17 @@ int bench_train(const BenchTrainOptions& o) {
   int replicas = group.size;  // the data-parallel workers, each with its own batch of o.batch
   std::unique_ptr<Optimizer> stage_opt;
   const Shape sample{in.channels, in.height, in.width};
-  if (const auto pipe = pipeline_setup(o.pipeline, group, *model, sample, 300, {})) {
+  std::shared_ptr<Sequential> tensor_parallel_model;
+  if (o.tensor_parallel != 1) {
+    check_tensor_parallel(o, group, *model);
+    tensor_parallel_model = tensorparallel::parallelize(dynamic_cast<const Sequential&>(*model), *group.comm);
+    stage_opt = make_optimizer(oc, tensor_parallel_model->parameters());
+    updater = std::make_unique<StandardUpdater>(*tensor_parallel_model, *stage_opt);
+    replicas = 1;
+  } else if (const auto pipe =
+                 pipeline_setup(o.pipeline, group, *model, sample, 300,
+                                {false, 1, false, false, "running", comm::parse_algorithm(o.allreduce),
+                                 parse_dtype(o.comm_dtype), static_cast<std::size_t>(o.bucket_mb * (1 << 20))})) {
     // One stage per rank: its optimizer over its own parameters (parallel/pipeline_updater.h).
     auto& chain = dynamic_cast<Sequential&>(*model);
     stage_opt = make_optimizer(oc, PipelineUpdater::stage_parameters(chain, pipe->bounds, group.rank % pipe->stages()));
@@ -139,7 +168,7 @@ int bench_train(const BenchTrainOptions& o) {
       "minor_faults_per_step={:.1f} "
       "blas={} gemm={} ranks={} forward_ms={:.3f} backward_ms={:.3f} comm_ms={:.3f} update_ms={:.3f} "
       "tensor_peak_mb={:.1f} tensor_cached_mb={:.1f} chunk_kb={} core_rt_ns={:.0f},{:.0f} core_rt_samples_ns={} "
-      "shared_weights={} peak_rss_mb_ranks={:.1f} pipeline={} micro_batches={}\n",
+      "shared_weights={} peak_rss_mb_ranks={:.1f} pipeline={} micro_batches={} tensor_parallel={}\n",
       o.model, o.batch, o.threads, o.steps, samples_per_s, 1e3 * seconds / o.steps, gflops / group.size,
       gflops / group.size / ceiling, ceiling, (cost.forward_flops + cost.backward_flops) / 1e6, after.peak_rss_mb,
       static_cast<double>(after.minor_faults - before.minor_faults) / o.steps, openblas_build(), o.gemm, group.size,
@@ -148,7 +177,7 @@ int bench_train(const BenchTrainOptions& o) {
       static_cast<double>(memory.bytes_cached) / (1 << 20),
       group.active() ? group.comm->options().chunk_bytes >> 10 : 0, core_rt_start * 1e9, core_rt_end * 1e9,
       core_rt.empty() ? "-" : fmt::format("{:.0f}", fmt::join(scaled(core_rt, 1e9), ",")), shared_weights,
-      fmt::join(rss, ","), o.pipeline.stages, o.pipeline.micro_batches);
+      fmt::join(rss, ","), o.pipeline.stages, o.pipeline.micro_batches, o.tensor_parallel);
   return 0;
 }
 
@@ -183,6 +212,11 @@ Action register_bench(CLI::App& app) {
                   "default the ranks share one copy and each updates its part)");
   add_chunk_flag(*train, o->chunk_kb);
   add_pipeline_flags(*train, o->pipeline);
+  train
+      ->add_option("--tensor-parallel", o->tensor_parallel,
+                   "Under mpirun -np T: split the model's linear layers and convolutions over the T ranks "
+                   "(tensorparallel/plan.h), every rank on the same batch")
+      ->capture_default_str();
   train
       ->add_option("--probe-every", o->probe_every,
                    "Also sample the cache-line round trip between two cores every N steps, pausing the ranks "

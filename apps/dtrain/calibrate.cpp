@@ -25,12 +25,14 @@ struct CalibrateOptions {
   bool per_shape = false;
   double timeout = 300;
   std::string chunk_kb = "auto";
+  int tensor_parallel = 1;
 };
 
 int run_calibrate(const CalibrateOptions& o) {
   perf::CalibrationOptions opts;
   opts.device.models = o.models;
   opts.device.batch = o.batch;
+  opts.device.tensor_parallel = o.tensor_parallel;
   opts.device.min_seconds = o.min_seconds;
   opts.device.rounds = o.rounds;
   opts.device.scratch_dir = o.scratch_dir;
@@ -80,6 +82,11 @@ Action register_calibrate(CLI::App& app) {
                 "(a slow moment of a shared machine then costs one pass, not the rate)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
+  c->add_option("--tensor-parallel", o->tensor_parallel,
+                "Time each layer as one of T tensor-parallel ranks runs it (its share of the output or input "
+                "features), for predicting --tensor-parallel T runs")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   c->add_flag("--per-shape", o->per_shape, "Also print every layer shape's time and rate");
   c->add_option("--timeout", o->timeout, "Under mpirun: seconds a message may wait for a peer (0: forever)")
       ->capture_default_str();

@@ -87,6 +87,8 @@ std::optional<PipelineSetup> pipeline_setup(const PipelineFlags& f, const Proces
                     "use ring, tree, butterfly or onetoall",
                     comm::algorithm_name(run.allreduce)));
   if (run.allreduce != comm::Algorithm::kAuto) setup.allreduce = run.allreduce;
+  setup.comm_dtype = run.comm_dtype;
+  setup.bucket_bytes = run.bucket_bytes;
   return setup;
 }
 
@@ -98,6 +100,8 @@ perf::PipelineShape pipeline_shape(const PipelineSetup& setup, const Sequential&
   shape.batch = batch;
   shape.replicas = replicas;
   shape.allreduce = setup.allreduce;
+  shape.comm_dtype = setup.comm_dtype;
+  shape.bucket_bytes = setup.bucket_bytes;
   for (std::size_t s = 0; s + 1 < setup.bounds.size(); ++s) {
     shape.stage_layers.emplace_back();
     for (std::size_t i = setup.bounds[s]; i < setup.bounds[s + 1]; ++i)

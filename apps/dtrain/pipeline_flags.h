@@ -36,6 +36,8 @@ struct PipelineRunOptions {
   bool sync_bn = false;
   std::string bn_stats = "running";
   comm::Algorithm allreduce = comm::Algorithm::kAuto;  // the replicas' gradient allreduce (auto: ring)
+  DType comm_dtype = DType::kF32;                      // and its buckets
+  std::size_t bucket_bytes = std::size_t{1} << 20;
 };
 // The schedule, micro-batches and stage cut the flags ask for (K >= 2), without the run's checks:
 // what `dtrain predict --pipeline` prices. InputError for a model that is not a chain of layers,

@@ -35,10 +35,12 @@ struct PredictOptions {
   std::string trace;
   int trace_steps = 10;
   PipelineFlags pipeline;
+  int tensor_parallel = 1;
 };
 
 // --pipeline K: one replica of a K-stage pipeline, the batch split in --micro-batches, the stages
-// cut as dtrain train cuts them (pipeline_flags.h).
+// cut as dtrain train cuts them (pipeline_flags.h); with --tensor-parallel T each stage's layers
+// split over T ranks as tensorparallel/plan.h splits them (one stage without --pipeline).
 int predict_pipeline(const PredictOptions& o) {
   const perf::ScalingQuery& q = o.query;
   if (q.profile.empty()) throw InputError("dtrain predict needs --profile (see --list-profiles)");
@@ -47,8 +49,8 @@ int predict_pipeline(const PredictOptions& o) {
   auto model = make_model(q.model, ModelInput{d.channels, d.height, d.width, d.classes}, rng);
   const Shape sample{d.channels, d.height, d.width};
   const PipelineSetup setup = pipeline_stages(o.pipeline, *model, sample);
-  const perf::PipelineShape shape =
-      pipeline_shape(setup, dynamic_cast<const Sequential&>(*model), q.batch_per_worker, 1);
+  perf::PipelineShape shape = pipeline_shape(setup, dynamic_cast<const Sequential&>(*model), q.batch_per_worker, 1);
+  shape.tensor_parallel = o.tensor_parallel;
   const perf::Profile profile = perf::load_profile(q.profile);
   const perf::Workload workload = perf::describe_model(*model, sample, q.model);
   const perf::PipelinePrediction p = perf::predict_pipeline(workload, profile, shape);
@@ -61,6 +63,7 @@ int predict_pipeline(const PredictOptions& o) {
                         {"update_s", p.update_s[s]},
                         {"send_bytes", s < p.boundary_bytes.size() ? p.boundary_bytes[s] : 0.0},
                         {"send_s", s < p.transfer_s.size() ? p.transfer_s[s] : 0.0},
+                        {"tensor_comm_s", p.tensor_comm_s[s]},
                         {"idle_s", p.clock.idle_s[s]}});
     }
     const nlohmann::json out{{"model", q.model},
@@ -69,6 +72,8 @@ int predict_pipeline(const PredictOptions& o) {
                              {"batch", q.batch_per_worker},
                              {"pipeline", shape.stage_layers.size()},
                              {"micro_batches", shape.micro_batches},
+                             {"tensor_parallel", shape.tensor_parallel},
+                             {"ranks", shape.stage_layers.size() * static_cast<std::size_t>(shape.tensor_parallel)},
                              {"pipeline_schedule", pipeline::schedule_name(shape.schedule)},
                              {"stages", stages},
                              {"schedule_s", p.clock.step_s},
@@ -125,7 +130,9 @@ int run_predict(const PredictOptions& o) {
     fmt::print("{}", perf::format_published(perf::check_published_runs()));
     return 0;
   }
-  if (o.pipeline.stages != 1) return predict_pipeline(o);
+  if (o.tensor_parallel < 1)
+    throw InputError(fmt::format("--tensor-parallel must be at least 1, got {}", o.tensor_parallel));
+  if (o.pipeline.stages != 1 || o.tensor_parallel != 1) return predict_pipeline(o);
   perf::ScalingQuery q = o.query;
   const BnStatisticsConfig bn = parse_bn_statistics(o.bn_stats);
   if (bn.mode == BnStatistics::kPopulation)
@@ -240,6 +247,10 @@ Action register_predict(CLI::App& app) {
   p->add_option("--plot", o->plot, "Write an SVG chart of time per epoch and efficiency against workers");
   p->add_flag("--list-profiles", o->list_profiles, "List the built-in hardware profiles");
   add_pipeline_flags(*p, o->pipeline);
+  p->add_option("--tensor-parallel", o->tensor_parallel,
+                "Tensor-parallel ranks T (per pipeline stage): linear layers split in column -> row pairs, "
+                "convolutions by output channel (tensorparallel/plan.h); the job runs K x T ranks")
+      ->capture_default_str();
   p->add_flag("--breakdown", o->breakdown, "Also print where a worker's compute time goes, per layer kind");
   p->add_option("--trace", o->trace,
                 "Write the predicted timeline of --trace-steps steps as a Chrome trace, as dtrain train --trace writes "

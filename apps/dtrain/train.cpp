@@ -228,9 +228,10 @@ int run_train(TrainOptions o) {
   auto model = make_model(o.model, input, rng);
   if (wants_zero_gamma(o.large_batch)) init::zero_residual_gammas(*model);
   const Shape sample{input.channels, input.height, input.width};
-  const std::optional<PipelineSetup> pipe = pipeline_setup(
-      o.pipeline, group, *model, sample, o.timeout,
-      {ps.has_value(), o.accumulate, o.double_buffering, o.large_batch.sync_bn, o.large_batch.bn_stats, dp.algorithm});
+  const std::optional<PipelineSetup> pipe =
+      pipeline_setup(o.pipeline, group, *model, sample, o.timeout,
+                     {ps.has_value(), o.accumulate, o.double_buffering, o.large_batch.sync_bn, o.large_batch.bn_stats,
+                      dp.algorithm, dp.comm_dtype, dp.bucket_bytes});
   auto* chain = dynamic_cast<Sequential*>(model.get());
   auto optimizer = make_optimizer(
       o.optimizer, pipe ? PipelineUpdater::stage_parameters(*chain, pipe->bounds, group.rank % pipe->stages())

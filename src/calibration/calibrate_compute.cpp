@@ -25,6 +25,7 @@
 #include "perfmodel/layer_cost.h"
 #include "perfmodel/layer_trace.h"
 #include "perfmodel/straggler.h"
+#include "perfmodel/tensor_parallel_cost.h"
 #include "perfmodel/timing_stats.h"
 #include "tensor/backend.h"
 #include "tensor/dtype.h"
@@ -318,7 +319,12 @@ LayerBench::LayerBench(const ComputeCalibrationOptions& o) : batch_(o.batch) {
     if (i == o.models.size()) by_chosen = covered;
     const ModelInput in = natural_input(names[i]);
     auto model = make_model(names[i], in, rng);
-    const std::vector<LayerSummary> traced = trace_layers(*model, Shape{in.channels, in.height, in.width});
+    std::vector<LayerSummary> traced = trace_layers(*model, Shape{in.channels, in.height, in.width});
+    if (o.tensor_parallel > 1) {
+      std::vector<LayerSummary> parts;
+      for (auto& split : split_parts(traced, o.tensor_parallel)) parts.push_back(std::move(split.second));
+      traced = std::move(parts);
+    }
     const std::size_t footprint = std::min(activation_bytes(traced, o.batch), 2 * last_level_cache_bytes());
     for (const LayerSummary& l : traced) {
       const std::size_t kind = compute_kind_index(l.kind);

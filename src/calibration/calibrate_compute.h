@@ -71,7 +71,10 @@ namespace dtrain::perf {
 
 struct ComputeCalibrationOptions {
   std::vector<std::string> models = {"mlp", "lenet", "resnet20"};
-  std::int64_t batch = 64;        // samples per benchmark call (the per-rank batch of the runs predicted)
+  std::int64_t batch = 64;  // samples per benchmark call (the per-rank batch of the runs predicted)
+  // T > 1: time what one of T tensor-parallel ranks computes of each layer (the split layers'
+  // parts, perfmodel/tensor_parallel_cost.h: split_parts), the shapes a --tensor-parallel T run has.
+  int tensor_parallel = 1;
   double min_seconds = 0.1;       // per shape: repeat until this much time was measured (and 5 calls)
   int rounds = 3;                 // passes over every shape, min_seconds / rounds each; the median pass counts
   std::string scratch_dir;        // for the disk benchmark; "" = $TMPDIR or /tmp

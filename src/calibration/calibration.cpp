@@ -287,7 +287,11 @@ Profile calibrated_profile(const Calibration& c) {
   const std::string layout = fmt::format("{} rank(s) on {} host(s), {} per host, {} compute thread(s) each", c.ranks,
                                          c.transport.host_names.size(), per_host, c.threads);
   auto q = [&](double v, const std::string& how) { return Quantity{v, 0, 0, fmt::format("{}; {}", origin, how)}; };
-  const std::string models = fmt::format("{}", fmt::join(c.options.device.models, ","));
+  const int tensor_parallel = c.options.device.tensor_parallel;
+  const std::string models = fmt::format(
+      "{}{}", fmt::join(c.options.device.models, ","),
+      tensor_parallel > 1 ? fmt::format(" (each layer as one of {} tensor-parallel ranks runs it)", tensor_parallel)
+                          : "");
   Profile p;
   p.name = c.options.name.empty() ? "calibrated-" + c.host : c.options.name;
   p.description = fmt::format("dtrain calibrate on {} at {}: {}", c.host, c.date, layout);

@@ -46,6 +46,16 @@ PipelineUpdater::PipelineUpdater(Sequential& model, Optimizer& optimizer, comm::
   replica_comm_ = std::make_unique<comm::Communicator>(*replica_transport_, options);
   const auto shapes = pipeline::boundary_shapes(model_, setup_.bounds, setup_.sample);
   stage_ = pipeline::make_stage(model_, setup_.bounds[stage_index_], setup_.bounds[stage_index_ + 1]);
+  if (replicas_ > 1) {
+    std::vector<Variable> params;
+    std::vector<std::string> names;
+    for (auto& [name, p] : stage_->named_parameters()) {
+      params.push_back(p);
+      names.push_back(name);
+    }
+    buckets_ = std::make_unique<GradientBuckets>(params, std::move(names), setup_.bucket_bytes, setup_.comm_dtype, 1,
+                                                 1.0 / replicas_);
+  }
   p2p_ = std::make_unique<pipeline::P2P>(*pipeline_transport_, setup_.timeout_s);
   runner_ = std::make_unique<pipeline::StageRunner>(
       *stage_, *p2p_,
@@ -61,28 +71,32 @@ std::vector<Variable> PipelineUpdater::stage_parameters(const Sequential& model,
 }
 
 void PipelineUpdater::average_with_replicas(bool& finite) {
-  flat_.clear();
-  const auto params = stage_->parameters();
-  for (const Variable& p : params) {
-    const auto g = p.grad().to_plain().to_vector();
-    flat_.insert(flat_.end(), g.begin(), g.end());
+  auto params = stage_->parameters();
+  std::vector<std::size_t> released;
+  const auto take = [&released](const std::vector<std::size_t>& b) {
+    released.insert(released.end(), b.begin(), b.end());
+  };
+  bool poison = !finite;  // the loss's verdict rides along: a NaN in a sum fails every replica
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].grad().defined()) continue;  // complete() zeroes it
+    Tensor g = params[i].grad();
+    if (poison) {
+      g = g.to_plain().clone();
+      g.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+      poison = false;
+    }
+    take(buckets_->add(i, g, 0));
   }
-  // The loss's verdict rides along: a NaN here makes the sum's verdict false on every replica.
-  flat_.push_back(finite ? 0.0F : std::numeric_limits<float>::quiet_NaN());
-  finite = replica_comm_->allreduce_scaled(flat_.data(), flat_.size(), 1.0F / static_cast<float>(replicas_),
-                                           setup_.allreduce);
-  std::size_t at = 0;
-  for (const Variable& p : params) {
-    Tensor mean = Tensor::empty(p.shape());
-    std::memcpy(mean.raw_data(), flat_.data() + at, mean.nbytes());
-    at += static_cast<std::size_t>(mean.numel());
-    const_cast<Variable&>(p).set_grad(std::move(mean));
-  }
+  take(buckets_->complete(0));
+  for (std::size_t b : released) buckets_->reduce(*replica_comm_, b, 0, setup_.allreduce);
+  finite = buckets_->non_finite_parameter(0).empty();
+  for (std::size_t i = 0; i < params.size(); ++i) params[i].set_grad(buckets_->gradient(i, 0));
 }
 
 StepResult PipelineUpdater::update(const Batch& batch, std::int64_t iteration) {
   StepResult r;
   optimizer_.zero_grad();
+  if (buckets_) buckets_->begin(0);  // the first micro-batch's gradients may go straight into their slots
   last_ = runner_->run(batch.x, batch.y, label_smoothing());
   // Loss, correct, samples and finiteness from the replica's last stage to its other stages.
   const int k = setup_.stages();

@@ -3,9 +3,10 @@
 // replica w / K. The K stages of a replica load the same batches (the replica's shard) and run
 // the schedule; the replica's last stage then tells its other stages the step's loss, accuracy
 // and whether the loss was finite; each stage averages its gradients with the same stage of the
-// other replicas (one allreduce of the stage's gradients, the loss's verdict riding along as one
-// more float, so every rank of the job stops alike on a NaN before any update); then each stage's
-// optimizer updates its own parameters.
+// other replicas through gradient buckets (parallel/buckets.h: fused, f16/bf16 on the wire if
+// asked, checked for NaN and Inf after the sum), after the schedule's last backward; a replica
+// whose loss was not finite poisons its first gradient with a NaN, so every rank of the job stops
+// alike before any update; then each stage's optimizer updates its own parameters.
 //
 // Every rank keeps the whole model object (built from the same seed): gather_model() copies each
 // stage's parameters and batch-norm statistics from replica 0's rank of that stage into every
@@ -22,6 +23,7 @@
 #include "comm/sub_transport.h"
 #include "nn/sequential.h"
 #include "optim/optimizer.h"
+#include "parallel/buckets.h"
 #include "pipeline/p2p.h"
 #include "pipeline/stage_runner.h"
 #include "pipeline/stages.h"
@@ -37,8 +39,11 @@ struct PipelineSetup {
   pipeline::StageBounds bounds;  // K + 1 layer indices (pipeline/stages.h)
   Shape sample;                  // the model's input per sample
   double timeout_s = 0;          // a stage that does not answer within it fails the others
-  // The replicas' gradient allreduce (kShm and kMpi are not offered on a subset of the ranks).
+  // The replicas' gradient allreduce (kShm and kMpi are not offered on a subset of the ranks),
+  // through gradient buckets of about bucket_bytes with comm_dtype on the wire (parallel/buckets.h).
   comm::Algorithm allreduce = comm::Algorithm::kRing;
+  DType comm_dtype = DType::kF32;
+  std::size_t bucket_bytes = std::size_t{1} << 20;
 
   int stages() const { return static_cast<int>(bounds.size()) - 1; }
 };
@@ -90,7 +95,7 @@ class PipelineUpdater : public Updater {
   std::shared_ptr<Sequential> stage_;
   std::unique_ptr<pipeline::P2P> p2p_;
   std::unique_ptr<pipeline::StageRunner> runner_;
-  std::vector<float> flat_;  // the stage's gradients, flattened, for the replicas' allreduce
+  std::unique_ptr<GradientBuckets> buckets_;  // the stage's gradients, for the replicas' allreduce
   pipeline::StageStep last_;
   ScheduleSpan trace_;
 };

@@ -34,6 +34,10 @@ LayerTime layer_time(const LayerSummary& l, std::int64_t micro_batch, const Devi
   return t;
 }
 
+double gradient_accumulation_seconds(double params, const DeviceProfile& d) {
+  return 1.5 * params * d.gradient_copy_seconds();
+}
+
 std::vector<KindTime> time_by_kind(const std::vector<LayerSummary>& layers, std::int64_t micro_batch,
                                    const DeviceProfile& device) {
   std::vector<KindTime> out(kComputeKinds.size());

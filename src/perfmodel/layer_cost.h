@@ -31,6 +31,15 @@ struct LayerTime {
 
 LayerTime layer_time(const LayerSummary& layer, std::int64_t micro_batch, const DeviceProfile& device);
 
+// Seconds to add a later micro-batch's gradients of `params` elements into those the earlier
+// micro-batches of the step left (accumulation, pipeline micro-batches): autograd adds out of
+// place (autograd/engine.cpp: accumulate), reading both and writing the sum, three f32 passes
+// over gradients last touched a micro-batch ago, each priced as half of a calibrated gradient
+// copy (a read and a write: profile.h, gradient_copy). Measured by its absence: lenet's 2-stage
+// pipeline at 8 micro-batches of 8 ran 6.6 ms a step over the model without it, 7 additions of
+// its second stage's 13 MB of gradients at 21 GB/s (the calibrated copy) being 6.7 ms.
+double gradient_accumulation_seconds(double params, const DeviceProfile& device);
+
 // Forward and backward seconds per compute kind (kComputeKinds order) for a micro-batch, and how
 // much of it the memory roof set: where a model's time goes on a device.
 struct KindTime {

@@ -3,7 +3,12 @@
 // (alpha + bytes / bandwidth of one micro-batch's activations, f32), run on the schedule's clock
 // (pipeline_time.h) so that an unbalanced pipeline is priced by the waits its slowest stage
 // causes; then, with R data-parallel replicas, each stage's allreduce of its gradients over its
-// replicas (allreduce_time.h), and the slowest stage's optimizer update (every stage at once):
+// replicas (allreduce_time.h: one per gradient bucket of the stage's parameters, as
+// comm/bucket_plan.h groups them, each gradient copied into a bucket shared with others at the
+// calibrated gradient copy), and the slowest stage's optimizer update (every stage at once).
+// With T tensor-parallel ranks per stage, each stage's layers are priced as one of its T ranks
+// runs them, their collectives included (tensor_parallel_cost.h), and a stage's allreduce over
+// the replicas carries its rank's share of the parameters:
 //   step = clock(f_s, b_s, t_s; schedule, m) + max_s(allreduce_R(params_s) + params_s / update rate)
 #pragma once
 
@@ -16,6 +21,7 @@
 #include "perfmodel/pipeline_time.h"
 #include "perfmodel/profile.h"
 #include "perfmodel/workload.h"
+#include "tensor/dtype.h"
 
 namespace dtrain::perf {
 
@@ -28,6 +34,10 @@ struct PipelineShape {
   std::vector<std::vector<std::string>> stage_layers;
   int replicas = 1;  // data-parallel replicas of the pipeline, each with its own `batch`
   comm::Algorithm allreduce = comm::Algorithm::kRing;  // the replicas' gradient allreduce
+  DType comm_dtype = DType::kF32;                      // its buckets (parallel/buckets.h)
+  std::size_t bucket_bytes = std::size_t{1} << 20;
+  // Tensor-parallel ranks T per stage (tensor_parallel_cost.h): the job runs K x T x replicas ranks.
+  int tensor_parallel = 1;
 };
 
 struct PipelinePrediction {
@@ -36,6 +46,7 @@ struct PipelinePrediction {
   std::vector<double> boundary_bytes;   // per boundary, per message
   std::vector<double> update_s;         // per stage
   std::vector<double> allreduce_s;      // per stage: its gradients over the replicas (0 for one)
+  std::vector<double> tensor_comm_s;    // per stage, per micro-batch: its tensor-parallel collectives
   perf::PipelineTiming clock;
   double step_s = 0;  // clock.step_s + the slowest stage's allreduce and update
 };

@@ -266,7 +266,10 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
     }
     if (m == c.accumulate - 1) sim.forward_items = sim.items.size();
     for (std::size_t i = layers; i-- > 0;) {
-      sim.items.push_back({plan.layers[i].backward.seconds, {}});
+      // A later micro-batch adds its gradients into the earlier ones' (layer_cost.h).
+      const double accumulation =
+          m > 0 ? gradient_accumulation_seconds(static_cast<double>(w.layers[i].params), d) : 0.0;
+      sim.items.push_back({plan.layers[i].backward.seconds + accumulation, {}});
       item_name.push_back(w.layers[i].path);
       item_backward.push_back(true);
     }

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "parallel/buckets.h"
 #include "perfmodel/allreduce_time.h"
+#include "perfmodel/layer_cost.h"
 #include "perfmodel/run_model.h"
 #include "perfmodel_test_util.h"
 
@@ -248,6 +249,21 @@ TEST(StepModel, AccumulationCommunicatesOncePerStep) {
   small.batch_per_worker = 16;
   EXPECT_NEAR(four.comm / 4, predict_step(w, p, small).comm / 4, 1e-12);
   EXPECT_LE(four.phases.comm, once.phases.comm + 1e-12);  // overlaps only the last micro-batch's backward
+}
+
+TEST(StepModel, EveryMicroBatchAfterTheFirstAddsItsGradientsIntoTheStepsOnes) {
+  const Workload w = spread(10);
+  RunConfig c;
+  c.batch_per_worker = 64;
+  c.accumulate = 4;
+  const Profile p = test_profile(1, 1e-5, 5e8);
+  const StepPrediction four = predict_step(w, p, c);
+  RunConfig one = c;
+  one.accumulate = 1;
+  one.batch_per_worker = 16;
+  const double accumulation = gradient_accumulation_seconds(static_cast<double>(w.total_params()), p.device);
+  EXPECT_GT(accumulation, 0.0);
+  EXPECT_NEAR(four.phases.backward, 4 * predict_step(w, p, one).phases.backward + 3 * accumulation, 1e-12);
 }
 
 TEST(StepModel, BucketsStartWhenReadyAndInOrder) {

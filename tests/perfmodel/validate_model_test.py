@@ -162,6 +162,28 @@ class MeasuredSteps(unittest.TestCase):
         self.assertGreaterEqual(a.max_steps * 1e-3, a.seconds)  # a 1 ms row is not cut short
 
 
+class ModelParallelRows(unittest.TestCase):
+    def test_pipelines_on_two_ranks_tensor_parallel_on_every_one_host_layout_and_neither_across_hosts(self):
+        a = vm.parse_args(["--ranks", "1,2,4", "--rates", "1gbit", "--models", "mlp,resnet20", "--algorithms", "",
+                           "--ps", "", "--pipeline-micro-batches", "1,4"])
+        rows = {lay.name: [vm.label(lay, r).split()[-3:] for r in rs] for lay, rs in vm.build_grid(a)}
+        self.assertEqual(rows["2 ranks, 1 host"], [["mlp", "pipeline", "m=1"], ["mlp", "pipeline", "m=4"],
+                                                   ["resnet20", "pipeline", "m=1"], ["resnet20", "pipeline", "m=4"],
+                                                   ["mlp", "tensor", "T=2"]])
+        self.assertEqual(rows["4 ranks, 1 host"], [["mlp", "tensor", "T=4"]])
+        self.assertEqual(rows["2 hosts x 1, 1gbit"], [])
+        a = vm.parse_args(["--ranks", "2", "--rates", "", "--models", "lenet", "--algorithms", "", "--ps", "",
+                           "--pipeline-micro-batches", "", "--no-tensor-parallel"])
+        self.assertEqual(vm.build_grid(a)[0][1], [])
+
+    def test_a_pipeline_row_is_calibrated_at_its_micro_batch_and_a_tensor_row_on_its_parts(self):
+        a = vm.parse_args(["--batch", "64"])
+        two, four = vm.Layout(2), vm.Layout(4)
+        self.assertEqual(vm.calibration_setting(a, two, dict(model="lenet", algorithm="pipeline", micro=4)), (16, 1))
+        self.assertEqual(vm.calibration_setting(a, four, dict(model="lenet", algorithm="tensor")), (64, 4))
+        self.assertEqual(vm.calibration_setting(a, four, dict(model="lenet", algorithm="ring")), (64, 1))
+
+
 class ParameterServerRows(unittest.TestCase):
     def test_every_rule_and_shard_count_that_leaves_a_worker_and_stragglers_only_beside_another_worker(self):
         a = vm.parse_args(["--ranks", "2,4", "--rates", "", "--models", "lenet", "--algorithms", "ring",

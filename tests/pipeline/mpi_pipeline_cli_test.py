@@ -158,6 +158,12 @@ def bad_input(dtrain):
     rc, out = run(MPIRUN + ["-np", "7", dtrain, "train", "--model", "mlp", *COMMON, "--batch", "32", "--pipeline", "7"],
                   timeout=120)
     assert rc != 0 and "only 6 layers" in out, out[-2000:]
+    # A loss that becomes NaN on 2 replicas of 2 stages: the replicas' gradient buckets carry the
+    # verdict, and every rank stops before the update, naming the fix.
+    diverging = [x if x != "0.02" else "1e30" for x in COMMON]  # the --lr
+    rc, out = run(MPIRUN + ["-np", "4", dtrain, "train", "--model", "mlp", *diverging, "--batch", "32", "--pipeline",
+                            "2"], timeout=120)
+    assert rc != 0 and out.count("became non-finite") == 4 and "Lower --lr" in out, out[-2000:]
     print("bad input: every case named its constraint")
 
 

@@ -31,7 +31,10 @@ TEST(PipelinePrediction, StagesAreTheirLayersAndTheStepIsTheClockPlusTheSlowestU
     if (l.path == "f2" || l.path == "relu2" || l.path == "f3") b1 += t.backward.seconds;
   }
   EXPECT_DOUBLE_EQ(p.stages[0].forward_s, f0);
-  EXPECT_DOUBLE_EQ(p.stages[1].backward_s, b1);
+  // Three of the four micro-batches add their gradients into the step's (stage 1: f2 and f3).
+  const double accumulate = gradient_accumulation_seconds(512.0 * 512 + 512 + 512 * 10 + 10, profile.device);
+  EXPECT_DOUBLE_EQ(p.stages[1].backward_s, b1 + 0.75 * accumulate);
+  EXPECT_DOUBLE_EQ(accumulate, 1.5 * (512.0 * 512 + 512 + 512 * 10 + 10) * profile.device.gradient_copy_seconds());
   EXPECT_DOUBLE_EQ(p.boundary_bytes[0], 4.0 * 512 * 16);
   const LinkProfile& link = profile.node.intra_link;
   EXPECT_DOUBLE_EQ(p.transfer_s[0], link.latency.value + 4.0 * 512 * 16 / link.one_way());
@@ -46,9 +49,16 @@ TEST(PipelinePrediction, ReplicasAddEachStagesAllreduceBeforeTheUpdate) {
   PipelineShape shape = mlp_in_two(4);
   shape.replicas = 2;
   const PipelinePrediction p = predict_pipeline(w, profile, shape);
-  const std::size_t stage0 = 784 * 512 + 512, stage1 = 512 * 512 + 512 + 512 * 10 + 10;
-  EXPECT_DOUBLE_EQ(p.allreduce_s[0], allreduce_time({comm::Algorithm::kRing, 2}, stage0 + 1, profile).seconds);
-  EXPECT_DOUBLE_EQ(p.allreduce_s[1], allreduce_time({comm::Algorithm::kRing, 2}, stage1 + 1, profile).seconds);
+  // One allreduce per 1 MiB bucket (parallel/buckets.h), each gradient of a bucket it shares with
+  // others copied in: stage 0 is f1.weight (1.6 MB, a bucket of its own, adopted) and f1.bias.
+  const AllreducePlan ring{comm::Algorithm::kRing, 2};
+  EXPECT_DOUBLE_EQ(p.allreduce_s[0],
+                   allreduce_time(ring, 784 * 512, profile).seconds + allreduce_time(ring, 512, profile).seconds);
+  // Stage 1: f2.weight alone (1 MiB), then f2.bias, f3.weight and f3.bias together, copied in.
+  const double small = 512 + 512 * 10 + 10;
+  EXPECT_DOUBLE_EQ(p.allreduce_s[1], allreduce_time(ring, 512 * 512, profile).seconds +
+                                         allreduce_time(ring, 5642, profile).seconds +
+                                         small * profile.device.gradient_copy_seconds());
   EXPECT_DOUBLE_EQ(p.step_s,
                    p.clock.step_s + std::max(p.update_s[0] + p.allreduce_s[0], p.update_s[1] + p.allreduce_s[1]));
   EXPECT_DOUBLE_EQ(p.clock.step_s, predict_pipeline(w, profile, mlp_in_two(4)).clock.step_s);

@@ -15,6 +15,7 @@
 #include "core/threads.h"
 #include "tensorparallel/channel_parallel_conv.h"
 #include "tensorparallel/column_parallel_linear.h"
+#include "tensorparallel/expect_close.h"
 #include "tensorparallel/regions.h"
 #include "tensorparallel/row_parallel_linear.h"
 
@@ -26,17 +27,6 @@ Tensor random_tensor(const Shape& shape, std::uint64_t seed) {
   std::vector<float> v(static_cast<std::size_t>(shape.numel()));
   for (float& x : v) x = static_cast<float>(rng.normal());
   return Tensor::from_vector(v, shape);
-}
-
-void expect_close(const Tensor& got, const Tensor& want, const std::string& what) {
-  const auto g = got.to_plain().to_vector(), w = want.to_plain().to_vector();
-  ASSERT_EQ(g.size(), w.size()) << what;
-  double worst = 0, scale = 0;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    worst = std::max(worst, std::abs(double(g[i]) - w[i]));
-    scale = std::max(scale, std::abs(double(w[i])));
-  }
-  EXPECT_LE(worst, 1e-5 * scale) << what;
 }
 
 // A loss whose gradient differs for every output element: cross-entropy of the output, flattened

@@ -1,0 +1,49 @@
+// Tensor parallelism priced layer by layer, by the rule that splits the layers at run time
+// (tensorparallel/plan.h) and the collectives each split layer's header states. For a micro-batch
+// of N samples over T ranks (f32):
+//   column:          FLOPs, parameters and output features / T; backward allreduce of N x I (dL/dx)
+//   column+gather:   as column, and forward an allgather of N x O/T per rank
+//   row:             FLOPs, parameters and input features / T; forward allreduce of N x O
+//   channel:         FLOPs, parameters and output channels / T; forward an allgather of N x O/T x OH x OW
+//                    per rank, backward an allreduce of N x C x H x W (dL/dx)
+//   whole:           every rank runs the whole layer, no communication
+// An allreduce is allreduce_time (ring over T, as tensorparallel/regions.cpp runs it); a ring
+// allgather takes T - 1 steps, each alpha + the rank's block / the intra-node link's bandwidth.
+// Only the chain's own layers (a workload layer whose path has no '.') are candidates, as at run
+// time; the layers of a residual block stay whole.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "nn/summary.h"
+#include "perfmodel/profile.h"
+#include "tensorparallel/plan.h"
+
+namespace dtrain::perf {
+
+struct TensorParallelLayer {
+  tensorparallel::TensorSplit split = tensorparallel::TensorSplit::kWhole;
+  LayerSummary part;                               // what one rank computes: the layer with its split side divided by T
+  double forward_comm_s = 0, backward_comm_s = 0;  // its collectives, per micro-batch
+  double forward_comm_bytes = 0, backward_comm_bytes = 0;  // what each collective reduces or gathers
+};
+
+// What one of `parts` ranks computes of each of `layers` (forward order, one chain's or one
+// pipeline stage's): the split and the layer with its split side divided, no communication.
+// `dtrain calibrate --tensor-parallel T` times these shapes.
+std::vector<std::pair<tensorparallel::TensorSplit, LayerSummary>> split_parts(const std::vector<LayerSummary>& layers,
+                                                                              int parts);
+
+// `layers` (forward order, one chain's or one pipeline stage's) as one of `parts` ranks runs them.
+// Without `input_needs_gradient` (the model's first layers, fed the data) no dL/dx is computed
+// before the first layer with parameters has run, and no allreduce of it either.
+std::vector<TensorParallelLayer> split_layers(const std::vector<LayerSummary>& layers, int parts,
+                                              std::int64_t micro_batch, const Profile& profile,
+                                              bool input_needs_gradient);
+
+// Seconds of a ring allgather of `bytes_per_rank` over `parts` ranks on the intra-node link.
+double allgather_seconds(int parts, double bytes_per_rank, const Profile& profile);
+
+}  // namespace dtrain::perf

@@ -1,0 +1,97 @@
+// dtrain predict --tensor-parallel's arithmetic (perfmodel/tensor_parallel_cost.h): a split
+// layer's share of the FLOPs and parameters, and exactly the collectives its header states (none
+// for dL/dx before the first layer with parameters), priced in each pipeline stage.
+#include <gtest/gtest.h>
+
+#include "perfmodel/allreduce_time.h"
+#include "perfmodel/layer_cost.h"
+#include "perfmodel/pipeline_prediction.h"
+#include "perfmodel/tensor_parallel_cost.h"
+
+namespace dtrain::perf {
+namespace {
+
+using tensorparallel::TensorSplit;
+
+const TensorParallelLayer& layer_named(const std::vector<TensorParallelLayer>& layers, const std::string& path) {
+  for (const TensorParallelLayer& l : layers)
+    if (l.part.path == path) return l;
+  throw std::runtime_error("no layer " + path);
+}
+
+TEST(TensorParallelCost, AnMlpPairsF1AndF2AndGathersF3WithTheStatedCollectives) {
+  const Workload w = describe_zoo_model("mlp", "fashion-mnist");
+  const Profile profile = load_profile("2xa100-nvlink3");
+  constexpr std::int64_t kRows = 32;
+  const auto layers = split_layers(w.layers, 2, kRows, profile, false);
+  const auto& f1 = layer_named(layers, "f1");
+  const auto& f2 = layer_named(layers, "f2");
+  const auto& f3 = layer_named(layers, "f3");
+  EXPECT_EQ(f1.split, TensorSplit::kColumn);
+  EXPECT_EQ(f2.split, TensorSplit::kRow);
+  EXPECT_EQ(f3.split, TensorSplit::kColumnGathered);
+  EXPECT_EQ(layer_named(layers, "relu1").split, TensorSplit::kWhole);
+  EXPECT_EQ(f1.part.output, Shape({256}));
+  EXPECT_EQ(f2.part.input, Shape({256}));
+  EXPECT_DOUBLE_EQ(f1.part.forward_flops, 784.0 * 512);  // 2 * I * O / 2
+  EXPECT_EQ(f1.part.params, (784 * 512 + 512) / 2);
+  // f1 is fed the data: no dL/dx, so no backward allreduce; nothing forward (no gather).
+  EXPECT_EQ(f1.forward_comm_s, 0.0);
+  EXPECT_EQ(f1.backward_comm_s, 0.0);
+  // f2 (row): one allreduce of N x O forward; f3: an allgather of N x O/T per rank forward and
+  // an allreduce of N x I backward.
+  const AllreducePlan ring{comm::Algorithm::kRing, 2};
+  EXPECT_DOUBLE_EQ(f2.forward_comm_s, allreduce_time(ring, kRows * 512, profile).seconds);
+  EXPECT_EQ(f2.backward_comm_s, 0.0);
+  EXPECT_DOUBLE_EQ(f3.forward_comm_bytes, 4.0 * kRows * 5);
+  EXPECT_DOUBLE_EQ(f3.forward_comm_s, allgather_seconds(2, 4.0 * kRows * 5, profile));
+  EXPECT_DOUBLE_EQ(f3.backward_comm_s, allreduce_time(ring, kRows * 512, profile).seconds);
+  const LinkProfile& link = profile.node.intra_link;
+  EXPECT_DOUBLE_EQ(allgather_seconds(4, 1000, profile), 3 * (link.latency.value + 1000 / link.bandwidth.value));
+  // A later pipeline stage's input needs its gradient: f1's column layer then allreduces dL/dx.
+  const auto later = split_layers(w.layers, 2, kRows, profile, true);
+  EXPECT_DOUBLE_EQ(layer_named(later, "f1").backward_comm_s, allreduce_time(ring, kRows * 784, profile).seconds);
+}
+
+TEST(TensorParallelCost, OneRankSplitsNothing) {
+  const Workload w = describe_zoo_model("lenet", "fashion-mnist");
+  const Profile profile = load_profile("2xa100-nvlink3");
+  for (const TensorParallelLayer& l : split_layers(w.layers, 1, 16, profile, false)) {
+    EXPECT_EQ(l.split, TensorSplit::kWhole) << l.part.path;
+    EXPECT_EQ(l.forward_comm_s + l.backward_comm_s, 0.0);
+  }
+}
+
+TEST(TensorParallelCost, AStagesTimeIsItsPartsComputePlusItsCollectives) {
+  const Workload w = describe_zoo_model("lenet", "fashion-mnist");
+  const Profile profile = load_profile("2xa100-nvlink3");
+  PipelineShape shape;
+  shape.batch = 64;
+  shape.micro_batches = 2;
+  shape.stage_layers = {{"c1", "relu1", "pool1", "c2", "relu2", "pool2", "flatten", "f1", "relu3", "f2"}};
+  const PipelinePrediction whole = predict_pipeline(w, profile, shape);
+  shape.tensor_parallel = 2;
+  const PipelinePrediction split = predict_pipeline(w, profile, shape);
+  double forward = 0, backward = 0, comm = 0;
+  std::int64_t params = 0;
+  for (const TensorParallelLayer& l : split_layers(w.layers, 2, 32, profile, false)) {
+    const LayerTime t = layer_time(l.part, 32, profile.device);
+    forward += t.forward.seconds + l.forward_comm_s;
+    backward += t.backward.seconds + l.backward_comm_s;
+    comm += l.forward_comm_s + l.backward_comm_s;
+    params += l.part.params;
+  }
+  EXPECT_DOUBLE_EQ(split.stages[0].forward_s, forward);
+  // The second of two micro-batches adds its gradients (a rank's share) into the first's.
+  EXPECT_DOUBLE_EQ(split.stages[0].backward_s,
+                   backward + 0.5 * gradient_accumulation_seconds(static_cast<double>(params), profile.device));
+  EXPECT_DOUBLE_EQ(split.tensor_comm_s[0], comm);
+  EXPECT_GT(comm, 0.0);
+  EXPECT_EQ(whole.tensor_comm_s[0], 0.0);
+  // Each rank updates its share: every lenet layer with parameters splits over 2.
+  EXPECT_DOUBLE_EQ(split.update_s[0], static_cast<double>(params) / profile.device.update.value);
+  EXPECT_LT(split.update_s[0], whole.update_s[0]);
+}
+
+}  // namespace
+}  // namespace dtrain::perf
