@@ -28,6 +28,7 @@ kept in --out (one JSONL log per row) and a rerun continues where it stopped.
     bench/large_batch_ablation.py                   # run what is missing, then print the table
     bench/large_batch_ablation.py --batches 2048    # only the 2048 rows (and the baseline)
     bench/large_batch_ablation.py --table           # print the table from what has finished
+    bench/large_batch_ablation.py --batches 8192 --sweep lamb@0.01 lamb@0.02   # base-rate sweep rows
 """
 import argparse
 import json
@@ -46,7 +47,13 @@ RECIPES = ["linear", "rmsprop", "lars", "lamb"]
 
 
 def recipe_flags(recipe, batch):
-    """The flags of one row's recipe at global batch `batch` (the run's length comes separately)."""
+    """The flags of one row's recipe at global batch `batch` (the run's length comes separately).
+    "lamb@0.01" is the recipe with its base rate (at 256, before scaling) replaced: a sweep row."""
+    if "@" in recipe:
+        name, lr = recipe.split("@")
+        flags = recipe_flags(name, batch)
+        flags[flags.index("--lr") + 1] = lr
+        return flags
     scale = ["--lr-scaling", "linear", "--base-batch", str(BASE_BATCH)]
     warmup = ["--warmup-epochs", "2"]
     if recipe == "baseline" or recipe == "plain":
@@ -147,6 +154,7 @@ def later_rows(a):
     """The rows that depend on the best recipe (known once its batch's four recipes finished)."""
     rows = []
     for batch in a.batches:
+        rows += [(batch, r, 0, a.epochs, "running") for r in a.sweep]
         best = best_recipe(a, batch)
         if best is None:
             continue
@@ -191,6 +199,8 @@ def main():
     p.add_argument("--batches", type=int, nargs="+", default=[2048, 8192])
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--long-epochs", type=int, default=30, help="the longer budget's epochs (0: skip those rows)")
+    p.add_argument("--sweep", nargs="+", default=[], metavar="RECIPE@LR",
+                   help="extra rows at each batch with a recipe's base rate replaced, e.g. lamb@0.01")
     p.add_argument("--table", action="store_true", help="print the table from the finished rows only")
     a = p.parse_args()
     for b in a.batches:
