@@ -9,6 +9,7 @@
 #include "perfmodel/allreduce_time.h"
 #include "perfmodel/layer_cost.h"
 #include "perfmodel/report.h"
+#include "perfmodel/straggler.h"
 #include "perfmodel/tensor_parallel_cost.h"
 
 namespace dtrain::perf {
@@ -91,7 +92,21 @@ PipelinePrediction predict_pipeline(const Workload& w, const Profile& profile, c
     out.allreduce_s.push_back(sync);
     slowest = std::max(slowest, out.update_s.back() + out.allreduce_s.back());
   }
-  out.step_s = out.clock.step_s + slowest;
+  // Tensor-parallel ranks meet at every split layer's collective, so a stage's step waits for the
+  // slowest of its T ranks, as a data-parallel step waits for its slowest worker (step_model.cpp:
+  // synchronization_wait): where the job's ranks outnumber the host's CPUs, the calibrated cost of
+  // taking turns on them; elsewhere the straggler wait of T workers (straggler.h).
+  if (shape.tensor_parallel > 1) {
+    const int ranks = k * shape.tensor_parallel * shape.replicas;
+    for (int s = 0; s < k; ++s) {
+      const double busy = shape.micro_batches * (out.stages[s].forward_s + out.stages[s].backward_s);
+      const double wait = profile.node.time_shared(std::min(profile.node.accelerators, ranks))
+                              ? profile.node.turn_taking_fraction(false) * busy
+                              : straggler_wait(busy, profile.device.variation(), shape.tensor_parallel);
+      out.tensor_sync_s = std::max(out.tensor_sync_s, wait);
+    }
+  }
+  out.step_s = out.clock.step_s + slowest + out.tensor_sync_s;
   return out;
 }
 
@@ -118,7 +133,11 @@ std::string describe_pipeline(const PipelinePrediction& p, const PipelineShape& 
                     tensor ? format_seconds(p.tensor_comm_s[s]) : "", format_seconds(p.update_s[s] + p.allreduce_s[s]),
                     send, 100 * p.clock.idle_s[s] / p.clock.step_s);
   }
-  if (tensor) out += "  (forward and backward include the tensor-parallel collectives, tp comm, per micro-batch)\n";
+  if (tensor)
+    out += fmt::format(
+        "  (forward and backward include the tensor-parallel collectives, tp comm, per micro-batch; the step waits "
+        "{} for the slowest of the T ranks)\n",
+        format_seconds(p.tensor_sync_s));
   out += fmt::format("step {} (schedule {} + slowest {}), bubble {:.0f}% of the stages' time, {:.0f} samples/s\n",
                      format_seconds(p.step_s), format_seconds(p.clock.step_s),
                      shape.replicas > 1 ? "allreduce and update" : "update", 100 * p.clock.bubble_fraction(),

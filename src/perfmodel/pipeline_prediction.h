@@ -48,7 +48,8 @@ struct PipelinePrediction {
   std::vector<double> allreduce_s;      // per stage: its gradients over the replicas (0 for one)
   std::vector<double> tensor_comm_s;    // per stage, per micro-batch: its tensor-parallel collectives
   perf::PipelineTiming clock;
-  double step_s = 0;  // clock.step_s + the slowest stage's allreduce and update
+  double tensor_sync_s = 0;  // the wait for the slowest tensor-parallel rank (0 for T = 1)
+  double step_s = 0;         // clock.step_s + the slowest stage's allreduce and update + tensor_sync_s
 };
 
 // InputError when the batch is not a multiple of the micro-batches or a workload layer belongs

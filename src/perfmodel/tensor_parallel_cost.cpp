@@ -90,6 +90,7 @@ std::vector<TensorParallelLayer> split_layers(const std::vector<LayerSummary>& l
   std::vector<TensorParallelLayer> out;
   bool gradient_flows = input_needs_gradient;  // whether this layer's input needs dL/dx
   const auto split = split_parts(layers, parts);
+  const double copy = profile.device.gradient_copy_seconds();  // per f32 element, read and written
   for (std::size_t i = 0; i < layers.size(); ++i) {
     TensorParallelLayer t{split[i].first, split[i].second};
     const double in = static_cast<double>(layers[i].input.numel());
@@ -102,16 +103,21 @@ std::vector<TensorParallelLayer> split_layers(const std::vector<LayerSummary>& l
       case TensorSplit::kChannel:
         if (gradient_flows) {
           t.backward_comm_bytes = 4 * n * in;
-          t.backward_comm_s = allreduce_seconds(parts, n * in, profile);
+          t.backward_comm_s = allreduce_seconds(parts, n * in, profile) + n * in * copy;
         }
         if (t.split != TensorSplit::kColumn) {
-          t.forward_comm_bytes = 4 * n * out_features / parts;
-          t.forward_comm_s = allgather_seconds(parts, t.forward_comm_bytes, profile);
+          const double part = n * out_features / parts, whole = n * out_features;
+          const bool blocked = t.split == TensorSplit::kChannel;  // a convolution's output layout
+          t.forward_comm_bytes = 4 * part;
+          t.forward_comm_s = allgather_seconds(parts, t.forward_comm_bytes, profile) +
+                             ((blocked ? 2 : 1) * part + (blocked ? 2 : 1) * whole) * copy;
+          t.backward_comm_s += part * copy;
         }
         break;
       case TensorSplit::kRow:
         t.forward_comm_bytes = 4 * n * out_features;
-        t.forward_comm_s = allreduce_seconds(parts, n * out_features, profile);
+        t.forward_comm_s = allreduce_seconds(parts, n * out_features, profile) + 2 * n * out_features * copy;
+        t.backward_comm_s = 0.5 * n * out_features * copy;
         break;
     }
     out.push_back(std::move(t));

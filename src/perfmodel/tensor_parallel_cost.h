@@ -9,6 +9,15 @@
 //   whole:           every rank runs the whole layer, no communication
 // An allreduce is allreduce_time (ring over T, as tensorparallel/regions.cpp runs it); a ring
 // allgather takes T - 1 steps, each alpha + the rank's block / the intra-node link's bandwidth.
+// Each collective also moves data locally, as regions.cpp does, each pass priced as a calibrated
+// gradient copy per element (a buffer last touched a layer ago):
+//   allreduce:   a copy of the buffer it runs on (row forward, column and channel backward);
+//   allgather:   the part leaves the layer's layout (a convolution's blocked output: one reorder),
+//                the own block into the gathered buffer, the whole output rebuilt feature-major,
+//                and the next convolution's reorder of the plain input back (channel splits);
+//                backward the rank's block of the gradient sliced out;
+//   row bias:    the sum copied once more to add the whole bias, and its gradient's column sums
+//                read in backward.
 // Only the chain's own layers (a workload layer whose path has no '.') are candidates, as at run
 // time; the layers of a residual block stay whole.
 #pragma once
@@ -26,7 +35,7 @@ namespace dtrain::perf {
 struct TensorParallelLayer {
   tensorparallel::TensorSplit split = tensorparallel::TensorSplit::kWhole;
   LayerSummary part;                               // what one rank computes: the layer with its split side divided by T
-  double forward_comm_s = 0, backward_comm_s = 0;  // its collectives, per micro-batch
+  double forward_comm_s = 0, backward_comm_s = 0;  // its collectives and their copies, per micro-batch
   double forward_comm_bytes = 0, backward_comm_bytes = 0;  // what each collective reduces or gathers
 };
 

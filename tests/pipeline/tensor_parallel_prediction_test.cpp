@@ -6,6 +6,7 @@
 #include "perfmodel/allreduce_time.h"
 #include "perfmodel/layer_cost.h"
 #include "perfmodel/pipeline_prediction.h"
+#include "perfmodel/straggler.h"
 #include "perfmodel/tensor_parallel_cost.h"
 
 namespace dtrain::perf {
@@ -40,17 +41,25 @@ TEST(TensorParallelCost, AnMlpPairsF1AndF2AndGathersF3WithTheStatedCollectives) 
   EXPECT_EQ(f1.backward_comm_s, 0.0);
   // f2 (row): one allreduce of N x O forward; f3: an allgather of N x O/T per rank forward and
   // an allreduce of N x I backward.
+  // Each with the local copies of regions.cpp, at the calibrated gradient copy per element: the
+  // row layer's sum copied for the allreduce and again for the bias, its bias gradient's column
+  // sums read; the gathered layer's own block and the rebuilt output forward, its block of the
+  // gradient sliced out and dL/dx copied for the allreduce backward.
+  const double copy = profile.device.gradient_copy_seconds();
   const AllreducePlan ring{comm::Algorithm::kRing, 2};
-  EXPECT_DOUBLE_EQ(f2.forward_comm_s, allreduce_time(ring, kRows * 512, profile).seconds);
-  EXPECT_EQ(f2.backward_comm_s, 0.0);
+  EXPECT_DOUBLE_EQ(f2.forward_comm_s, allreduce_time(ring, kRows * 512, profile).seconds + 2.0 * kRows * 512 * copy);
+  EXPECT_DOUBLE_EQ(f2.backward_comm_s, 0.5 * kRows * 512 * copy);
   EXPECT_DOUBLE_EQ(f3.forward_comm_bytes, 4.0 * kRows * 5);
-  EXPECT_DOUBLE_EQ(f3.forward_comm_s, allgather_seconds(2, 4.0 * kRows * 5, profile));
-  EXPECT_DOUBLE_EQ(f3.backward_comm_s, allreduce_time(ring, kRows * 512, profile).seconds);
+  EXPECT_DOUBLE_EQ(f3.forward_comm_s,
+                   allgather_seconds(2, 4.0 * kRows * 5, profile) + (kRows * 5.0 + kRows * 10.0) * copy);
+  EXPECT_DOUBLE_EQ(f3.backward_comm_s,
+                   allreduce_time(ring, kRows * 512, profile).seconds + (kRows * 512.0 + kRows * 5.0) * copy);
   const LinkProfile& link = profile.node.intra_link;
   EXPECT_DOUBLE_EQ(allgather_seconds(4, 1000, profile), 3 * (link.latency.value + 1000 / link.bandwidth.value));
   // A later pipeline stage's input needs its gradient: f1's column layer then allreduces dL/dx.
   const auto later = split_layers(w.layers, 2, kRows, profile, true);
-  EXPECT_DOUBLE_EQ(layer_named(later, "f1").backward_comm_s, allreduce_time(ring, kRows * 784, profile).seconds);
+  EXPECT_DOUBLE_EQ(layer_named(later, "f1").backward_comm_s,
+                   allreduce_time(ring, kRows * 784, profile).seconds + kRows * 784.0 * copy);
 }
 
 TEST(TensorParallelCost, OneRankSplitsNothing) {
@@ -91,6 +100,11 @@ TEST(TensorParallelCost, AStagesTimeIsItsPartsComputePlusItsCollectives) {
   // Each rank updates its share: every lenet layer with parameters splits over 2.
   EXPECT_DOUBLE_EQ(split.update_s[0], static_cast<double>(params) / profile.device.update.value);
   EXPECT_LT(split.update_s[0], whole.update_s[0]);
+  // The step waits for the slower of the two ranks (this profile's GPUs share no CPUs).
+  EXPECT_DOUBLE_EQ(split.tensor_sync_s, straggler_wait(2 * (split.stages[0].forward_s + split.stages[0].backward_s),
+                                                       profile.device.variation(), 2));
+  EXPECT_DOUBLE_EQ(split.step_s, split.clock.step_s + split.update_s[0] + split.tensor_sync_s);
+  EXPECT_EQ(whole.tensor_sync_s, 0.0);
 }
 
 }  // namespace
