@@ -51,7 +51,8 @@ int predict_pipeline(const PredictOptions& o) {
   const PipelineSetup setup = pipeline_stages(o.pipeline, *model, sample);
   perf::PipelineShape shape = pipeline_shape(setup, dynamic_cast<const Sequential&>(*model), q.batch_per_worker, 1);
   shape.tensor_parallel = o.tensor_parallel;
-  const perf::Profile profile = perf::load_profile(q.profile);
+  perf::Profile profile = perf::load_profile(q.profile);
+  profile.device = perf::at_precision(profile.device, profile.name, q.precision);
   const perf::Workload workload = perf::describe_model(*model, sample, q.model);
   const perf::PipelinePrediction p = perf::predict_pipeline(workload, profile, shape);
   if (o.json) {
@@ -250,6 +251,11 @@ Action register_predict(CLI::App& app) {
   p->add_option("--tensor-parallel", o->tensor_parallel,
                 "Tensor-parallel ranks T (per pipeline stage): linear layers split in column -> row pairs, "
                 "convolutions by output channel (tensorparallel/plan.h); the job runs K x T ranks")
+      ->capture_default_str();
+  p->add_option("--precision", o->query.precision,
+                "Arithmetic of the convolutions and linear layers: f32, tf32, bf16, f16 or fp8 (the profile's "
+                "device.precisions rates; activations in 16 bits for bf16, f16, fp8; master weights and the "
+                "optimizer in f32)")
       ->capture_default_str();
   p->add_flag("--breakdown", o->breakdown, "Also print where a worker's compute time goes, per layer kind");
   p->add_option("--trace", o->trace,

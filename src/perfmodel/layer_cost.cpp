@@ -19,8 +19,9 @@ LayerTime layer_time(const LayerSummary& l, std::int64_t micro_batch, const Devi
   const double m = static_cast<double>(micro_batch);
   const double rate = d.compute[compute_kind_index(l.kind)].value;
   const bool moves = l.activation_bytes > 0;
-  const double in = moves ? 4.0 * static_cast<double>(l.input.numel()) : 0.0;
-  const double out = moves ? 4.0 * static_cast<double>(l.output.numel()) : 0.0;
+  const double element = d.activation_element_bytes;  // 4 in f32, 2 in 16-bit runs (profile.h: at_precision)
+  const double in = moves ? element * static_cast<double>(l.input.numel()) : 0.0;
+  const double out = moves ? element * static_cast<double>(l.output.numel()) : 0.0;
   const double w = l.param_bytes;
   // Batch normalisation in training makes two passes each way (oneDNN and cuDNN alike): forward
   // reads its input for the statistics and again to normalise; backward reads input and output

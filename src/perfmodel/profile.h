@@ -78,6 +78,19 @@ struct LinkProfile {
   double burst_bytes() const { return burst ? burst->value : 0; }
 };
 
+// The arithmetic precisions a run may compute its convolutions and linear layers in
+// (`dtrain predict --precision`): f32 on the device's compute rates, the others on its matrix
+// units (tensor cores; a CPU's bf16 dot products) where the profile gives their rates.
+inline constexpr std::array<std::string_view, 5> kPrecisions = {"f32", "tf32", "bf16", "f16", "fp8"};
+// InputError listing kPrecisions for another name.
+std::string_view parse_precision(std::string_view name);
+
+// A device's rates in one precision other than f32: its convolutions' and linear layers'
+// (device.precisions.NAME.conv2d, .linear in the schema; the other kinds compute in f32).
+struct PrecisionRates {
+  Quantity conv2d, linear;
+};
+
 struct DeviceProfile {
   std::string name;
   std::string nvlink;                                  // the NVLink generation of the device ("nvlink1"), "" for none
@@ -85,6 +98,11 @@ struct DeviceProfile {
   Quantity memory_read, memory_write;                  // bytes/s
   Quantity update;                                     // parameters/s of the optimizer step
   Quantity reduce;                                     // bytes/s added into a buffer (1 / gamma)
+  // Per precision other than f32 (kPrecisions): the matrix layers' rates. Optional in the schema.
+  std::vector<std::pair<std::string, PrecisionRates>> precisions;
+  // Bytes of one activation element (layer_cost.h): 4 in f32 and tf32, 2 where a run keeps its
+  // activations in 16 bits (at_precision). Not in the schema.
+  double activation_element_bytes = 4;
   // The coefficient of variation (standard deviation / mean) of one worker's compute time per
   // step, from step to step and from device to device: what makes a synchronous step wait for
   // its slowest worker (straggler.h). Optional in the schema, a fraction in [0, 1); absent: 0,
@@ -211,6 +229,13 @@ ProfileFragment read_profile_file(const std::string& path);
 ProfileFragment parse_profile_text(std::string_view text, const std::string& origin);
 // A complete profile in the schema (what `dtrain calibrate` writes); round-trips through
 // parse_profile_fragment.
+// The device as a run in `precision` (kPrecisions) sees it: its convolutions and linear layers at
+// the precision's rates, activations in 16 bits for bf16, f16 and fp8 (fp8 runs keep their
+// activations in 16 bits: only the matrix units' inputs are 8-bit); master weights, the
+// optimizer and every other layer's arithmetic as in f32. f32 returns the device unchanged.
+// InputError naming the missing field (device.precisions.NAME) where the profile has no rate.
+DeviceProfile at_precision(const DeviceProfile& device, const std::string& profile_name, std::string_view precision);
+
 nlohmann::json profile_to_json(const Profile& p);
 
 // Resolves a --profile value: terms joined by '+', each a path to a JSON file (contains '/' or

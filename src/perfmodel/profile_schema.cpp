@@ -2,7 +2,9 @@
 // object's fields are checked against the schema, so a typo ("bandwith") is an error naming the
 // valid fields rather than a silently missing constant.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -122,7 +124,8 @@ class Reader {
 
   DeviceProfile device(const json& j) const {
     fields(j, "device", {"name", "compute", "memory_read", "memory_write", "update", "reduce"},
-           {"nvlink", "step_variation", "gradient_copy", "reduce_f16", "reduce_bf16", "cast_f16", "cast_bf16"});
+           {"nvlink", "step_variation", "gradient_copy", "reduce_f16", "reduce_bf16", "cast_f16", "cast_bf16",
+            "precisions"});
     DeviceProfile d;
     d.name = text(j["name"], "device.name");
     if (j.contains("nvlink")) d.nvlink = text(j["nvlink"], "device.nvlink");
@@ -146,6 +149,19 @@ class Reader {
     if (j.contains("gradient_copy")) {
       d.gradient_copy = quantity(j["gradient_copy"], "device.gradient_copy", false,
                                  "bytes per second of a gradient copied into its bucket");
+    }
+    if (j.contains("precisions")) {
+      const json& p = j["precisions"];
+      if (!p.is_object()) fail("'device.precisions' must be an object: {\"bf16\": {\"conv2d\": ..., \"linear\": ...}}");
+      for (const auto& [name, rates] : p.items()) {
+        const std::string where = "device.precisions." + name;
+        if (name == "f32" || std::find(kPrecisions.begin(), kPrecisions.end(), name) == kPrecisions.end())
+          fail(fmt::format("'{}': not a precision the model prices; use one of tf32, bf16, f16, fp8", where));
+        fields(rates, where, {"conv2d", "linear"});
+        d.precisions.emplace_back(
+            name, PrecisionRates{quantity(rates["conv2d"], where + ".conv2d", false, "FLOP per second"),
+                                 quantity(rates["linear"], where + ".linear", false, "FLOP per second")});
+      }
     }
     constexpr const char* kSums = "bytes per second of 16-bit sums";
     constexpr const char* kCasts = "f32 elements per second cast to the 16-bit format and back";
@@ -281,6 +297,33 @@ std::size_t compute_kind_index(std::string_view kind) {
   return 4;
 }
 
+std::string_view parse_precision(std::string_view name) {
+  for (std::string_view p : kPrecisions)
+    if (p == name) return p;
+  throw InputError(fmt::format("--precision: unknown precision '{}'; valid: {}", name, fmt::join(kPrecisions, ", ")));
+}
+
+DeviceProfile at_precision(const DeviceProfile& device, const std::string& profile_name, std::string_view precision) {
+  const std::string_view p = parse_precision(precision);
+  if (p == "f32") return device;
+  const auto it = std::find_if(device.precisions.begin(), device.precisions.end(),
+                               [p](const auto& entry) { return entry.first == p; });
+  if (it == device.precisions.end()) {
+    std::vector<std::string> has;
+    for (const auto& entry : device.precisions) has.push_back(entry.first);
+    throw InputError(fmt::format(
+        "the profile '{}' has no rate for --precision {}: it lacks 'device.precisions.{}' (conv2d and linear, each "
+        "peak and efficiency or value, with its source){}",
+        profile_name, p, p,
+        has.empty() ? std::string("; it prices f32 only") : fmt::format("; it has {} and f32", fmt::join(has, ", "))));
+  }
+  DeviceProfile d = device;
+  d.compute[compute_kind_index("conv2d")] = it->second.conv2d;
+  d.compute[compute_kind_index("linear")] = it->second.linear;
+  if (p != "tf32") d.activation_element_bytes = 2;
+  return d;
+}
+
 ProfileFragment parse_profile_fragment(const json& j, const std::string& origin) {
   const Reader r(origin);
   r.fields(j, "", {"dtrain_profile", "name"},
@@ -347,6 +390,12 @@ json profile_to_json(const Profile& p) {
   if (p.device.reduce_bf16) device["reduce_bf16"] = quantity_json(*p.device.reduce_bf16);
   if (p.device.cast_f16) device["cast_f16"] = quantity_json(*p.device.cast_f16);
   if (p.device.cast_bf16) device["cast_bf16"] = quantity_json(*p.device.cast_bf16);
+  if (!p.device.precisions.empty()) {
+    json precisions = json::object();
+    for (const auto& [name, rates] : p.device.precisions)
+      precisions[name] = {{"conv2d", quantity_json(rates.conv2d)}, {"linear", quantity_json(rates.linear)}};
+    device["precisions"] = precisions;
+  }
   json node = {{"accelerators", p.node.accelerators},
                {"intra_link", link_json(p.node.intra_link)},
                {"disk_read", quantity_json(p.node.disk_read)}};

@@ -6,6 +6,10 @@
 //     32 servers of 8 joined by 50 Gbit Ethernet, batch 8192 (32 per GPU): about 1 hour; gradients
 //     summed inside each server, then across servers by recursive halving and doubling
 //     (the hierarchical butterfly of allreduce_time.h).
+// and mixed-precision (AMP, f16 on the tensor cores) ResNet-50 v1.5 training throughput from
+// NVIDIA's DeepLearningExamples (PyTorch/Classification/ConvNets/resnet50v1.5/README.md, "Training
+// performance results", pytorch-21.03 container, batch 256 per GPU): DGX-1V (V100 16 GB) 1 GPU
+// 1,200 img/s and 8 GPUs 8,322; DGX A100 (80 GB) 1 GPU 2,470 and 8 GPUs 16,621.
 // docs/perfmodel.md derives each number.
 #pragma once
 
@@ -27,6 +31,9 @@ struct PublishedRun {
   // to 256 GPUs; the model's part of that is the wait for the slowest GPU (straggler.h: 2.2%,
   // from the P100 profile's 1.5% step variation), so it predicts -22.3% (He et al. -15.9%).
   double tolerance = 0.25;
+  // Where > 0, the published samples per second the run is checked against instead of its hours.
+  double published_samples_per_s = 0;
+  std::string precision = "f32";  // the matrix layers' arithmetic (profile.h: at_precision)
 };
 
 const std::vector<PublishedRun>& published_runs();
@@ -35,7 +42,8 @@ struct PublishedCheck {
   PublishedRun run;
   RunPrediction prediction;
   double predicted_hours = 0;
-  double error = 0;  // (predicted - published) / published
+  double predicted_samples_per_s = 0;
+  double error = 0;  // (predicted - published) / published, of the hours or the samples per second
 };
 // Predicts every published run (describes each model once).
 std::vector<PublishedCheck> check_published_runs();

@@ -97,6 +97,7 @@ ScalingPrediction predict_with(const ScalingQuery& q, const Profile* given) {
   const std::vector<RunConfig> configs = configurations(q, exchanges, out.sync);
   out.dataset = dataset_info(q.dataset);
   out.profile = given != nullptr ? *given : load_profile(q.profile);
+  out.profile.device = at_precision(out.profile.device, out.profile.name, q.precision);
   out.workload = describe_zoo_model(q.model, q.dataset);
   if (q.global_batch < 0) throw InputError(fmt::format("--global-batch must be >= 1, got {}", q.global_batch));
   for (int w : workers) {

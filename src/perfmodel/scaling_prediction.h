@@ -42,6 +42,7 @@ struct ScalingQuery {
   std::string slow_mode;               // --slow-mode: "" (none), none, persistent (one worker), random
   double slow_factor = 2.0;            // --slow-factor
   double slow_prob = 0;                // --slow-prob (random)
+  std::string precision = "f32";       // --precision: the matrix layers' arithmetic (profile.h: at_precision)
 };
 
 struct ScalingPrediction {

@@ -73,6 +73,25 @@ TEST(PredictCli, PublishedRuns) {
   expect_contains(r, "He et al. 2016");
   expect_contains(r, "Goyal et al. 2017");
   expect_contains(r, "published 29.0 h");
+  expect_contains(r, "profile a100 in f16, 1 x batch 256");
+  expect_contains(r, "published 2470");
+}
+
+TEST(PredictCli, PrecisionPricesTheTensorCoresAndNamesWhatIsMissing) {
+  const CommandResult f32 = predict("--profile 8xa100-nvlink3 --workers 8 --json");
+  const CommandResult bf16 = predict("--profile 8xa100-nvlink3 --workers 8 --precision bf16 --json");
+  ASSERT_EQ(f32.status, 0) << f32.output;
+  ASSERT_EQ(bf16.status, 0) << bf16.output;
+  const double f32_step = nlohmann::json::parse(f32.output)["runs"][0]["step_s"];
+  const double bf16_step = nlohmann::json::parse(bf16.output)["runs"][0]["step_s"];
+  EXPECT_LT(bf16_step, f32_step / 3);  // 312 against 19.5 TFLOP/s peaks, memory-bound layers at 2 bytes
+  CommandResult r = predict("--profile 8xa100-nvlink3 --workers 8 --precision fp8");
+  EXPECT_EQ(r.status, 2);
+  expect_contains(r, "lacks 'device.precisions.fp8'");
+  expect_contains(r, "it has bf16, f16, tf32 and f32");
+  r = predict("--profile 8xa100-nvlink3 --workers 8 --precision half");
+  EXPECT_EQ(r.status, 2);
+  expect_contains(r, "unknown precision 'half'; valid: f32, tf32, bf16, f16, fp8");
 }
 
 TEST(PredictCli, BadInputNamesWhatIsValid) {

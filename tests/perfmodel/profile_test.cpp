@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "perfmodel/layer_cost.h"
 #include "perfmodel_test_util.h"
 
 namespace dtrain::perf {
@@ -214,6 +215,56 @@ TEST(Profile, SixteenBitReduceAndCastRatesAreOptionalAndPositive) {
     bad["device"][key]["value"] = -1;
     expect_contains(error_of(bad), fmt::format("'device.{}.value' is -1; it must be > 0", key));
   }
+}
+
+TEST(Profile, PrecisionRatesAreOptionalRoundTripAndReplaceTheMatrixLayersRates) {
+  json j = valid_device_file();
+  const ProfileFragment without = parse_profile_fragment(j, "test.json");
+  EXPECT_TRUE(without.device->precisions.empty());
+  // f32 is the device as it is; another precision without rates names the missing field.
+  EXPECT_DOUBLE_EQ(at_precision(*without.device, "mine", "f32").compute[0].value, 1e12);
+  try {
+    at_precision(*without.device, "mine", "bf16");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    expect_contains(e.what(), "the profile 'mine' has no rate for --precision bf16");
+    expect_contains(e.what(), "'device.precisions.bf16' (conv2d and linear");
+  }
+  try {
+    at_precision(*without.device, "mine", "int4");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    expect_contains(e.what(), "unknown precision 'int4'; valid: f32, tf32, bf16, f16, fp8");
+  }
+  j["device"]["precisions"] = {
+      {"bf16",
+       {{"conv2d", {{"peak", 8e12}, {"efficiency", 0.5}, {"source", "sheet"}}},
+        {"linear", {{"value", 6e12}, {"source", "measured"}}}}},
+      {"tf32", {{"conv2d", {{"value", 3e12}, {"source", "s"}}}, {"linear", {{"value", 3e12}, {"source", "s"}}}}}};
+  const ProfileFragment with = parse_profile_fragment(j, "test.json");
+  Profile p;
+  p.device = *with.device;
+  p.node = *with.node;
+  EXPECT_EQ(profile_to_json(p)["device"]["precisions"], j["device"]["precisions"]);
+  const DeviceProfile bf16 = at_precision(p.device, "mine", "bf16");
+  EXPECT_DOUBLE_EQ(bf16.compute[compute_kind_index("conv2d")].value, 4e12);
+  EXPECT_DOUBLE_EQ(bf16.compute[compute_kind_index("linear")].value, 6e12);
+  EXPECT_DOUBLE_EQ(bf16.compute[compute_kind_index("batch_norm")].value, 1e12);  // f32 arithmetic
+  EXPECT_DOUBLE_EQ(bf16.activation_element_bytes, 2);
+  EXPECT_DOUBLE_EQ(at_precision(p.device, "mine", "tf32").activation_element_bytes, 4);  // tf32 keeps f32 storage
+  // A memory-bound layer moves half the bytes in 16 bits: a ReLU over 1000 elements.
+  LayerSummary relu;
+  relu.kind = "relu";
+  relu.input = relu.output = Shape({1000});
+  relu.forward_flops = 1000;
+  relu.activation_bytes = 8000;
+  EXPECT_DOUBLE_EQ(layer_time(relu, 64, bf16).forward.memory, layer_time(relu, 64, p.device).forward.memory / 2);
+  json bad = j;
+  bad["device"]["precisions"]["int8"] = bad["device"]["precisions"]["bf16"];
+  expect_contains(error_of(bad), "'device.precisions.int8': not a precision the model prices");
+  bad = j;
+  bad["device"]["precisions"]["bf16"].erase("linear");
+  expect_contains(error_of(bad), "device.precisions.bf16");
 }
 
 TEST(Profile, StepVariationIsOptionalAndAFraction) {
