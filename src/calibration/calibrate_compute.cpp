@@ -20,6 +20,7 @@
 #include "nn/conv2d.h"
 #include "nn/linear.h"
 #include "nn/models/models.h"
+#include "nn/sequential.h"
 #include "optim/optimizer.h"
 #include "parallel/buckets.h"
 #include "perfmodel/layer_cost.h"
@@ -322,7 +323,10 @@ LayerBench::LayerBench(const ComputeCalibrationOptions& o) : batch_(o.batch) {
     std::vector<LayerSummary> traced = trace_layers(*model, Shape{in.channels, in.height, in.width});
     if (o.tensor_parallel > 1) {
       std::vector<LayerSummary> parts;
-      for (auto& split : split_parts(traced, o.tensor_parallel)) parts.push_back(std::move(split.second));
+      std::vector<std::string> children;  // the chain's own names, as parallelize() splits them
+      if (const auto* chain = dynamic_cast<const Sequential*>(model.get()))
+        for (std::size_t c = 0; c < chain->size(); ++c) children.push_back(chain->layer_name(c));
+      for (auto& split : split_parts(traced, o.tensor_parallel, children)) parts.push_back(std::move(split.second));
       traced = std::move(parts);
     }
     const std::size_t footprint = std::min(activation_bytes(traced, o.batch), 2 * last_level_cache_bytes());

@@ -71,6 +71,13 @@ std::vector<Variable> PipelineUpdater::stage_parameters(const Sequential& model,
 }
 
 void PipelineUpdater::average_with_replicas(bool& finite) {
+  if (buckets_->num_buckets() == 0) {
+    // A stage without parameters (mlp split at f1: a lone flatten) has no sums to carry the
+    // verdict: the replicas agree on it alone (every replica's stage has the same parameters).
+    float verdict = finite ? 0.0F : std::numeric_limits<float>::quiet_NaN();
+    finite = replica_comm_->allreduce_scaled(&verdict, 1, 1.0F, setup_.allreduce);
+    return;
+  }
   auto params = stage_->parameters();
   std::vector<std::size_t> released;
   const auto take = [&released](const std::vector<std::size_t>& b) {
@@ -79,7 +86,10 @@ void PipelineUpdater::average_with_replicas(bool& finite) {
   bool poison = !finite;  // the loss's verdict rides along: a NaN in a sum fails every replica
   for (std::size_t i = 0; i < params.size(); ++i) {
     if (!params[i].grad().defined()) continue;  // complete() zeroes it
+    // The bucket adopts a large gradient that nothing else holds (buckets.h): the parameter
+    // gives its handle up first, and gets the mean back below.
     Tensor g = params[i].grad();
+    params[i].zero_grad();
     if (poison) {
       g = g.to_plain().clone();
       g.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();

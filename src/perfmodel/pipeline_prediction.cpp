@@ -45,7 +45,8 @@ PipelinePrediction predict_pipeline(const Workload& w, const Profile& profile, c
   std::vector<std::int64_t> params(k, 0);
   for (int s = 0; s < k; ++s) {
     // Each stage's layers as one of its T tensor-parallel ranks runs them (tensor_parallel_cost.h).
-    for (const TensorParallelLayer& l : split_layers(stage_layers[s], shape.tensor_parallel, rows, profile, s > 0)) {
+    for (const TensorParallelLayer& l :
+         split_layers(stage_layers[s], shape.tensor_parallel, rows, profile, s > 0, shape.stage_layers[s])) {
       const LayerTime t = layer_time(l.part, rows, profile.device);
       out.stages[s].forward_s += t.forward.seconds + l.forward_comm_s;
       out.stages[s].backward_s += t.backward.seconds + l.backward_comm_s;

@@ -10,6 +10,7 @@
 // runs them, their collectives included (tensor_parallel_cost.h), and a stage's allreduce over
 // the replicas carries its rank's share of the parameters:
 //   step = clock(f_s, b_s, t_s; schedule, m) + max_s(allreduce_R(params_s) + params_s / update rate)
+//          + the wait for the slowest of a stage's T tensor-parallel ranks (T > 1)
 #pragma once
 
 #include <cstddef>

@@ -227,8 +227,6 @@ ProfileFragment read_profile_file(const std::string& path);
 // The text of a profile file (what read_profile_file parses once it has read the file; the fuzz
 // target calls it directly). Throws DataError for text that is not JSON or not the schema.
 ProfileFragment parse_profile_text(std::string_view text, const std::string& origin);
-// A complete profile in the schema (what `dtrain calibrate` writes); round-trips through
-// parse_profile_fragment.
 // The device as a run in `precision` (kPrecisions) sees it: its convolutions and linear layers at
 // the precision's rates, activations in 16 bits for bf16, f16 and fp8 (fp8 runs keep their
 // activations in 16 bits: only the matrix units' inputs are 8-bit); master weights, the
@@ -236,6 +234,8 @@ ProfileFragment parse_profile_text(std::string_view text, const std::string& ori
 // InputError naming the missing field (device.precisions.NAME) where the profile has no rate.
 DeviceProfile at_precision(const DeviceProfile& device, const std::string& profile_name, std::string_view precision);
 
+// A complete profile in the schema (what `dtrain calibrate` writes); round-trips through
+// parse_profile_fragment.
 nlohmann::json profile_to_json(const Profile& p);
 
 // Resolves a --profile value: terms joined by '+', each a path to a JSON file (contains '/' or

@@ -1,8 +1,11 @@
 #include "perfmodel/tensor_parallel_cost.h"
 
+#include <fmt/format.h>
+
 #include <map>
 #include <string>
 
+#include "core/error.h"
 #include "perfmodel/allreduce_time.h"
 
 namespace dtrain::perf {
@@ -11,16 +14,23 @@ using tensorparallel::TensorSplit;
 
 namespace {
 
-std::string top_level(const std::string& path) { return path.substr(0, path.find('.')); }
+// The chain's child a layer belongs to: the one of `names` its path is or lies under (the chain's
+// own names, which may hold dots: "layers.3"), else its path's first component.
+std::string child_of(const std::string& path, const std::vector<std::string>& names) {
+  for (const std::string& n : names)
+    if (path == n || path.starts_with(n + ".")) return n;
+  return path.substr(0, path.find('.'));
+}
 
-// The chain's layers as plan_tensor_split sees them: one candidate per top-level name, in order;
-// a name with nested layers (a residual block) is a composite candidate that nothing splits.
+// The chain's layers as plan_tensor_split sees them: one candidate per child of the chain, in
+// order; a child with nested layers (a residual block) is a composite candidate nothing splits.
 std::vector<tensorparallel::SplitCandidate> candidates(const std::vector<LayerSummary>& layers,
+                                                       const std::vector<std::string>& names,
                                                        std::vector<int>& candidate_of) {
   std::vector<tensorparallel::SplitCandidate> out;
   std::map<std::string, int> index;
   for (const LayerSummary& l : layers) {
-    const std::string name = top_level(l.path);
+    const std::string name = child_of(l.path, names);
     auto [it, fresh] = index.try_emplace(name, static_cast<int>(out.size()));
     if (fresh) {
       tensorparallel::SplitCandidate c{l.kind};
@@ -58,13 +68,23 @@ double allgather_seconds(int parts, double bytes_per_rank, const Profile& profil
   return (parts - 1) * (link.latency.value + bytes_per_rank / link.bandwidth.value);
 }
 
-std::vector<std::pair<TensorSplit, LayerSummary>> split_parts(const std::vector<LayerSummary>& layers, int parts) {
+std::vector<std::pair<TensorSplit, LayerSummary>> split_parts(const std::vector<LayerSummary>& layers, int parts,
+                                                              const std::vector<std::string>& names) {
   std::vector<int> candidate_of;
-  const auto plan = tensorparallel::plan_tensor_split(candidates(layers, candidate_of), parts);
+  const auto plan = tensorparallel::plan_tensor_split(candidates(layers, names, candidate_of), parts);
   std::vector<std::pair<TensorSplit, LayerSummary>> out;
+  bool between_pair = false;  // after a column layer, before its row layer: activations on O / T features
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const TensorSplit split = plan[static_cast<std::size_t>(candidate_of[i])];
     LayerSummary p = layers[i];
+    if (split == TensorSplit::kWhole && between_pair) {
+      p.forward_flops /= parts;
+      p.backward_flops /= parts;
+      p.input = divided(p.input, parts);
+      p.output = divided(p.output, parts);
+    }
+    if (split == TensorSplit::kColumn) between_pair = true;
+    if (split == TensorSplit::kRow) between_pair = false;
     if (split != TensorSplit::kWhole) {
       p.forward_flops /= parts;
       p.backward_flops /= parts;
@@ -85,11 +105,16 @@ std::vector<std::pair<TensorSplit, LayerSummary>> split_parts(const std::vector<
 
 std::vector<TensorParallelLayer> split_layers(const std::vector<LayerSummary>& layers, int parts,
                                               std::int64_t micro_batch, const Profile& profile,
-                                              bool input_needs_gradient) {
+                                              bool input_needs_gradient, const std::vector<std::string>& names) {
+  if (parts > profile.node.accelerators)
+    throw InputError(fmt::format(
+        "--tensor-parallel {}: the split layers' collectives run inside one node, and the profile's node has {} "
+        "device(s); use at most {} (or a profile with more per node, e.g. 8xa100-nvlink3)",
+        parts, profile.node.accelerators, profile.node.accelerators));
   const double n = static_cast<double>(micro_batch);
   std::vector<TensorParallelLayer> out;
   bool gradient_flows = input_needs_gradient;  // whether this layer's input needs dL/dx
-  const auto split = split_parts(layers, parts);
+  const auto split = split_parts(layers, parts, names);
   const double copy = profile.device.gradient_copy_seconds();  // per f32 element, read and written
   for (std::size_t i = 0; i < layers.size(); ++i) {
     TensorParallelLayer t{split[i].first, split[i].second};

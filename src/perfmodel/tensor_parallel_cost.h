@@ -18,11 +18,12 @@
 //                backward the rank's block of the gradient sliced out;
 //   row bias:    the sum copied once more to add the whole bias, and its gradient's column sums
 //                read in backward.
-// Only the chain's own layers (a workload layer whose path has no '.') are candidates, as at run
-// time; the layers of a residual block stay whole.
+// Only the chain's own children are candidates, as at run time; the layers of a residual block
+// stay whole.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -42,15 +43,19 @@ struct TensorParallelLayer {
 // What one of `parts` ranks computes of each of `layers` (forward order, one chain's or one
 // pipeline stage's): the split and the layer with its split side divided, no communication.
 // `dtrain calibrate --tensor-parallel T` times these shapes.
-std::vector<std::pair<tensorparallel::TensorSplit, LayerSummary>> split_parts(const std::vector<LayerSummary>& layers,
-                                                                              int parts);
+// `names`: the chain's child names (a child's layers lie under it); empty: each path's first
+// component. The element-wise layers between a column layer and its row layer run on O / T
+// features, as they do at run time.
+std::vector<std::pair<tensorparallel::TensorSplit, LayerSummary>> split_parts(
+    const std::vector<LayerSummary>& layers, int parts, const std::vector<std::string>& names = {});
 
 // `layers` (forward order, one chain's or one pipeline stage's) as one of `parts` ranks runs them.
 // Without `input_needs_gradient` (the model's first layers, fed the data) no dL/dx is computed
 // before the first layer with parameters has run, and no allreduce of it either.
+// InputError when T exceeds the profile's devices per node.
 std::vector<TensorParallelLayer> split_layers(const std::vector<LayerSummary>& layers, int parts,
                                               std::int64_t micro_batch, const Profile& profile,
-                                              bool input_needs_gradient);
+                                              bool input_needs_gradient, const std::vector<std::string>& names = {});
 
 // Seconds of a ring allgather of `bytes_per_rank` over `parts` ranks on the intra-node link.
 double allgather_seconds(int parts, double bytes_per_rank, const Profile& profile);

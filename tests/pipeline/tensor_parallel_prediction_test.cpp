@@ -3,11 +3,18 @@
 // for dL/dx before the first layer with parameters), priced in each pipeline stage.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/random.h"
+#include "nn/models/models.h"
+#include "nn/sequential.h"
 #include "perfmodel/allreduce_time.h"
 #include "perfmodel/layer_cost.h"
 #include "perfmodel/pipeline_prediction.h"
 #include "perfmodel/straggler.h"
 #include "perfmodel/tensor_parallel_cost.h"
+#include "tensorparallel/parallelize.h"
 
 namespace dtrain::perf {
 namespace {
@@ -32,6 +39,8 @@ TEST(TensorParallelCost, AnMlpPairsF1AndF2AndGathersF3WithTheStatedCollectives) 
   EXPECT_EQ(f2.split, TensorSplit::kRow);
   EXPECT_EQ(f3.split, TensorSplit::kColumnGathered);
   EXPECT_EQ(layer_named(layers, "relu1").split, TensorSplit::kWhole);
+  EXPECT_EQ(layer_named(layers, "relu1").part.output, Shape({256}));  // between the pair: O / T features
+  EXPECT_EQ(layer_named(layers, "relu2").part.output, Shape({512}));  // after the row layer's sum: whole
   EXPECT_EQ(f1.part.output, Shape({256}));
   EXPECT_EQ(f2.part.input, Shape({256}));
   EXPECT_DOUBLE_EQ(f1.part.forward_flops, 784.0 * 512);  // 2 * I * O / 2
@@ -60,6 +69,38 @@ TEST(TensorParallelCost, AnMlpPairsF1AndF2AndGathersF3WithTheStatedCollectives) 
   const auto later = split_layers(w.layers, 2, kRows, profile, true);
   EXPECT_DOUBLE_EQ(layer_named(later, "f1").backward_comm_s,
                    allreduce_time(ring, kRows * 784, profile).seconds + kRows * 784.0 * copy);
+}
+
+TEST(TensorParallelCost, TheModelSplitsEveryZooChainAsTheRuntimeDoes) {
+  for (const std::string model : {"mlp", "lenet", "resnet20", "resnet32"}) {
+    const bool cifar = model.starts_with("resnet");
+    const ModelInput in = cifar ? ModelInput{3, 32, 32, 10} : ModelInput{1, 28, 28, 10};
+    Rng rng(1);
+    auto built = make_model(model, in, rng);
+    const auto& chain = dynamic_cast<const Sequential&>(*built);
+    std::vector<std::string> names;
+    for (std::size_t c = 0; c < chain.size(); ++c) names.push_back(chain.layer_name(c));
+    const Workload w = describe_model(*built, Shape{in.channels, in.height, in.width}, model);
+    for (int t : {2, 4}) {
+      const auto runtime = tensorparallel::plan_tensor_split(tensorparallel::split_candidates(chain), t);
+      const auto priced = split_parts(w.layers, t, names);
+      ASSERT_EQ(priced.size(), w.layers.size());
+      for (std::size_t i = 0; i < w.layers.size(); ++i) {
+        const std::string& path = w.layers[i].path;
+        const auto child = std::find(names.begin(), names.end(), path);
+        // A layer that is a child itself splits as the runtime splits that child; a layer inside a
+        // child (a residual block's) stays whole, as the block does.
+        const TensorSplit want =
+            child != names.end() ? runtime[static_cast<std::size_t>(child - names.begin())] : TensorSplit::kWhole;
+        EXPECT_EQ(priced[i].first, want) << model << " T=" << t << " " << path;
+      }
+    }
+  }
+}
+
+TEST(TensorParallelCost, TheCollectivesStayInsideANode) {
+  const Workload w = describe_zoo_model("mlp", "fashion-mnist");
+  EXPECT_THROW(split_layers(w.layers, 4, 16, load_profile("2xa100-nvlink3"), false), InputError);
 }
 
 TEST(TensorParallelCost, OneRankSplitsNothing) {
