@@ -14,6 +14,7 @@
 #include "optim/optimizer.h"
 #include "parallel/data_parallel.h"
 #include "tensor/allocator.h"
+#include "tensor/kernels/cpu/compute_precision.h"
 #include "tensor/kernels/cpu/gemm.h"
 #include "tensorparallel/parallelize.h"
 
@@ -35,9 +36,10 @@ struct BenchTrainOptions {
   bool private_weights = false;
   std::string chunk_kb = "auto";
   std::string gemm = "onednn";
-  int probe_every = 0;      // steps between samples of the core round trip (0: at the start and end only)
-  PipelineFlags pipeline;   // under mpirun: --pipeline K stages (P/K replicas) instead of data parallelism
-  int tensor_parallel = 1;  // under mpirun -np T: the model's layers split over the T ranks instead
+  int probe_every = 0;            // steps between samples of the core round trip (0: at the start and end only)
+  PipelineFlags pipeline;         // under mpirun: --pipeline K stages (P/K replicas) instead of data parallelism
+  int tensor_parallel = 1;        // under mpirun -np T: the model's layers split over the T ranks instead
+  std::string precision = "f32";  // the convolutions' arithmetic (tensor/kernels/cpu/compute_precision.h)
 };
 
 // --tensor-parallel T: every rank builds the same whole model and batch (one seed) and runs its
@@ -68,6 +70,7 @@ int bench_train(const BenchTrainOptions& o) {
     throw InputError(fmt::format("--gemm must be onednn or openblas, got '{}'", o.gemm));
   }
   set_gemm_library(o.gemm == "openblas" ? GemmLibrary::kOpenBlas : GemmLibrary::kOneDnn);
+  set_compute_precision(parse_compute_precision(o.precision));
   const bool cifar = o.model.rfind("resnet", 0) == 0;
   // Same inputs as the PyTorch peer (shared/peers/torch_train.py): resnets see 3x32x32 images.
   const ModelInput in = cifar ? ModelInput{3, 32, 32, 10} : ModelInput{1, 28, 28, 10};
@@ -168,7 +171,7 @@ int bench_train(const BenchTrainOptions& o) {
       "minor_faults_per_step={:.1f} "
       "blas={} gemm={} ranks={} forward_ms={:.3f} backward_ms={:.3f} comm_ms={:.3f} update_ms={:.3f} "
       "tensor_peak_mb={:.1f} tensor_cached_mb={:.1f} chunk_kb={} core_rt_ns={:.0f},{:.0f} core_rt_samples_ns={} "
-      "shared_weights={} peak_rss_mb_ranks={:.1f} pipeline={} micro_batches={} tensor_parallel={}\n",
+      "shared_weights={} peak_rss_mb_ranks={:.1f} pipeline={} micro_batches={} tensor_parallel={} precision={}\n",
       o.model, o.batch, o.threads, o.steps, samples_per_s, 1e3 * seconds / o.steps, gflops / group.size,
       gflops / group.size / ceiling, ceiling, (cost.forward_flops + cost.backward_flops) / 1e6, after.peak_rss_mb,
       static_cast<double>(after.minor_faults - before.minor_faults) / o.steps, openblas_build(), o.gemm, group.size,
@@ -177,7 +180,7 @@ int bench_train(const BenchTrainOptions& o) {
       static_cast<double>(memory.bytes_cached) / (1 << 20),
       group.active() ? group.comm->options().chunk_bytes >> 10 : 0, core_rt_start * 1e9, core_rt_end * 1e9,
       core_rt.empty() ? "-" : fmt::format("{:.0f}", fmt::join(scaled(core_rt, 1e9), ",")), shared_weights,
-      fmt::join(rss, ","), o.pipeline.stages, o.pipeline.micro_batches, o.tensor_parallel);
+      fmt::join(rss, ","), o.pipeline.stages, o.pipeline.micro_batches, o.tensor_parallel, o.precision);
   return 0;
 }
 
@@ -227,6 +230,11 @@ Action register_bench(CLI::App& app) {
       ->add_option("--gemm", o->gemm,
                    "Library of the linear layers' sgemm: onednn (AVX-512 here) or openblas (follows "
                    "OPENBLAS_CORETYPE, which this environment sets to Haswell: AVX2)")
+      ->capture_default_str();
+  train
+      ->add_option("--precision", o->precision,
+                   "Convolutions in f32 or bf16 (bf16 inputs and weights, f32 sums and outputs, on the CPU's bf16 "
+                   "dot products; linear layers stay f32 for now)")
       ->capture_default_str();
   Action allreduce = register_bench_allreduce(*bench);
   Action cores = register_bench_cores(*bench);

@@ -24,6 +24,7 @@
 #include "parallel/data_parallel.h"
 #include "ps/ps_updater.h"
 #include "ps/run_stats.h"
+#include "tensor/kernels/cpu/compute_precision.h"
 #include "train/extensions.h"
 #include "train/trace_recorder.h"
 #include "train/trainer.h"
@@ -47,6 +48,7 @@ struct TrainOptions {
   ScheduleConfig schedule;
   std::string augment;
   int threads = 0;
+  std::string precision = "f32";  // the convolutions' arithmetic (tensor/kernels/cpu/compute_precision.h)
   int prefetch = 2;
   std::uint64_t seed = 0;
   std::string log = "dtrain-log.jsonl";
@@ -140,6 +142,7 @@ nlohmann::json config_record(const TrainOptions& o, const Dataset& train, std::i
           {"warmup_epochs", o.schedule.warmup_epochs},
           {"augment", o.augment},
           {"threads", o.threads},
+          {"precision", o.precision},
           {"seed", o.seed},
           {"allreduce", o.allreduce},
           {"comm_dtype", o.comm_dtype},
@@ -218,6 +221,7 @@ int run_train(TrainOptions o) {
   auto schedule = make_schedule(o.schedule);
   if (o.threads == 0) o.threads = default_threads(group.ranks_on_my_host());
   set_num_threads(o.threads);
+  set_compute_precision(parse_compute_precision(o.precision));
   Dataset train = load_dataset(o.dataset, o.data_dir, "train");
   Dataset test = load_dataset(o.dataset, o.data_dir, "test");
   if (o.limit > 0 && o.limit < train.size()) train = subset(train, 0, o.limit);
@@ -549,6 +553,10 @@ Action register_train(CLI::App& app) {
   t->add_option("--threads", o->threads,
                 "Compute threads per rank (0: this process's CPUs, shared among the ranks on its host unless mpirun "
                 "bound it to its own)")
+      ->capture_default_str();
+  t->add_option("--precision", o->precision,
+                "Convolutions in f32 or bf16 (bf16 inputs and weights, f32 sums, outputs and master weights, on the "
+                "CPU's bf16 dot products)")
       ->capture_default_str();
   t->add_option("--prefetch", o->prefetch, "Batches the loader prepares ahead on its own thread (0: none)")
       ->capture_default_str()

@@ -7,8 +7,13 @@
 // call; weight gradients are computed blocked and reordered back to plain. Each call looks its
 // primitives up in the cache (dnnl_util.h). Where oneDNN has no JIT kernel for dtrain's layouts
 // (see Policy below) the primitive runs in formats of its choosing, with reorders at the edges.
+// In bf16 (compute_precision.h) each primitive reads bf16 inputs and weights and writes f32: the
+// reorders at its edges round the f32 tensors to bf16 on the way in (src and weights forward;
+// diff_dst and weights backward data; src and diff_dst backward weights), and every output, the
+// weight gradients included, stays f32 (oneDNN's bf16 training recipe: master weights in f32).
 #include <string>
 
+#include "tensor/kernels/cpu/compute_precision.h"
 #include "tensor/kernels/cpu/cpu_backend.h"
 #include "tensor/kernels/cpu/dnnl_util.h"
 #include "tensor/kernels/geometry.h"
@@ -22,7 +27,7 @@ using dnnl::memory;
 
 CacheKey conv_key(OpTag op, const ConvDims& d, const Conv2dGeometry& g, bool bias) {
   return {{static_cast<std::int64_t>(op), d.N, d.C, d.H, d.W, d.O, d.KH, d.KW, g.stride_h, g.stride_w, g.pad_h, g.pad_w,
-           bias ? 1 : 0}};
+           bias ? 1 : 0, static_cast<std::int64_t>(compute_precision())}};
 }
 
 // How activation tensors are described to oneDNN when a primitive is built. dtrain hands the
@@ -35,25 +40,36 @@ CacheKey conv_key(OpTag op, const ConvDims& d, const Conv2dGeometry& g, bool bia
 enum class Policy { kNative, kAnyOdd, kAnyAll, kPlainAll };
 constexpr Policy kPolicies[] = {Policy::kNative, Policy::kAnyOdd, Policy::kAnyAll, Policy::kPlainAll};
 
-memory::desc act_md(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, Policy p) {
+// The data type a primitive reads its inputs in: bf16 in bf16 runs; outputs are always f32.
+memory::data_type input_type() {
+  return compute_precision() == ComputePrecision::kBF16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
+
+memory::desc act_md(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, Policy p,
+                    memory::data_type type = memory::data_type::f32) {
   const Layout native = cpu::compute_layout(c);
   const bool blocked = native != Layout::kPlain;
   memory::format_tag tag = cpu::format_tag_of(native);
   if (p == Policy::kPlainAll) tag = memory::format_tag::nchw;
   if ((p == Policy::kAnyOdd && !blocked) || p == Policy::kAnyAll) tag = memory::format_tag::any;
-  return {{n, c, h, w}, memory::data_type::f32, tag};
+  return {{n, c, h, w}, type, tag};
 }
-memory::desc src_md(const ConvDims& d, Policy p) { return act_md(d.N, d.C, d.H, d.W, p); }
-memory::desc dst_md(const ConvDims& d, Policy p) { return act_md(d.N, d.O, d.OH, d.OW, p); }
+// An input (src forward and backward weights) or an output (diff_src backward data).
+memory::desc src_md(const ConvDims& d, Policy p, memory::data_type type) { return act_md(d.N, d.C, d.H, d.W, p, type); }
+// An output (dst forward) or an input (diff_dst backward).
+memory::desc dst_md(const ConvDims& d, Policy p, memory::data_type type) {
+  return act_md(d.N, d.O, d.OH, d.OW, p, type);
+}
 // dtrain's own layout of the input and output activations.
 memory::desc user_src_md(const ConvDims& d) { return cpu::md4(d.N, d.C, d.H, d.W, cpu::compute_layout(d.C)); }
 memory::desc user_dst_md(const ConvDims& d) { return cpu::md4(d.N, d.O, d.OH, d.OW, cpu::compute_layout(d.O)); }
 memory::desc plain_weights_md(const ConvDims& d) {
   return {{d.O, d.C, d.KH, d.KW}, memory::data_type::f32, memory::format_tag::oihw};
 }
-memory::desc any_weights_md(const ConvDims& d) {
-  return {{d.O, d.C, d.KH, d.KW}, memory::data_type::f32, memory::format_tag::any};
+memory::desc any_weights_md(const ConvDims& d, memory::data_type type) {
+  return {{d.O, d.C, d.KH, d.KW}, type, memory::format_tag::any};
 }
+constexpr auto kF32 = memory::data_type::f32;
 
 // Padding on the far side equals the near side: oneDNN checks (in - k + pl + pr) / s + 1 == out,
 // which holds for the floor formula window_output_size uses.
@@ -62,11 +78,12 @@ memory::dims padding(const Conv2dGeometry& g) { return {g.pad_h, g.pad_w}; }
 
 dnnl::convolution_forward::primitive_desc forward_pd(const ConvDims& d, const Conv2dGeometry& g, bool bias, Policy p) {
   using fwd = dnnl::convolution_forward;
-  const fwd::desc desc =
-      bias ? fwd::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_md(d, p),
-                       any_weights_md(d), cpu::md1(d.O), dst_md(d, p), strides(g), padding(g), padding(g))
-           : fwd::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src_md(d, p),
-                       any_weights_md(d), dst_md(d, p), strides(g), padding(g), padding(g));
+  const fwd::desc desc = bias ? fwd::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                          src_md(d, p, input_type()), any_weights_md(d, input_type()), cpu::md1(d.O),
+                                          dst_md(d, p, kF32), strides(g), padding(g), padding(g))
+                              : fwd::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                          src_md(d, p, input_type()), any_weights_md(d, input_type()),
+                                          dst_md(d, p, kF32), strides(g), padding(g), padding(g));
   return {desc, cpu::scratchpad_attr(), cpu::dnnl_engine()};
 }
 
@@ -211,8 +228,8 @@ Tensor CpuBackend::conv2d_backward_data(const Tensor& dy_in, const Tensor& w, co
   const auto e = cpu::cached<BwdDataEntry>(conv_key(OpTag::kConvBwdData, d, g, false), [&] {
     using bwd = dnnl::convolution_backward_data;
     const auto pd = best_pd<bwd::primitive_desc>([&](Policy p) {
-      const bwd::desc desc(dnnl::algorithm::convolution_direct, src_md(d, p), any_weights_md(d), dst_md(d, p),
-                           strides(g), padding(g), padding(g));
+      const bwd::desc desc(dnnl::algorithm::convolution_direct, src_md(d, p, kF32), any_weights_md(d, input_type()),
+                           dst_md(d, p, input_type()), strides(g), padding(g), padding(g));
       return bwd::primitive_desc(desc, cpu::scratchpad_attr(), cpu::dnnl_engine(), forward_pd(d, g, false, p));
     });
     return BwdDataEntry{pd.diff_src_desc(),
@@ -248,10 +265,11 @@ WeightGrads CpuBackend::conv2d_backward_weights(const Tensor& dy_in, const Tenso
   const auto e = cpu::cached<BwdWeightsEntry>(conv_key(OpTag::kConvBwdWeights, d, g, with_bias), [&] {
     using bwd = dnnl::convolution_backward_weights;
     const auto pd = best_pd<bwd::primitive_desc>([&](Policy p) {
-      const bwd::desc desc = with_bias ? bwd::desc(dnnl::algorithm::convolution_direct, src_md(d, p), any_weights_md(d),
-                                                   cpu::md1(d.O), dst_md(d, p), strides(g), padding(g), padding(g))
-                                       : bwd::desc(dnnl::algorithm::convolution_direct, src_md(d, p), any_weights_md(d),
-                                                   dst_md(d, p), strides(g), padding(g), padding(g));
+      const memory::desc src = src_md(d, p, input_type()), diff_dst = dst_md(d, p, input_type());
+      const bwd::desc desc = with_bias ? bwd::desc(dnnl::algorithm::convolution_direct, src, any_weights_md(d, kF32),
+                                                   cpu::md1(d.O), diff_dst, strides(g), padding(g), padding(g))
+                                       : bwd::desc(dnnl::algorithm::convolution_direct, src, any_weights_md(d, kF32),
+                                                   diff_dst, strides(g), padding(g), padding(g));
       return bwd::primitive_desc(desc, cpu::scratchpad_attr(), cpu::dnnl_engine(), forward_pd(d, g, with_bias, p));
     });
     return BwdWeightsEntry{pd.src_desc(),

@@ -1,0 +1,29 @@
+// The arithmetic of the convolution kernels: f32, or bf16 (mixed precision: inputs and weights
+// rounded to bf16, products accumulated and written in f32, as oneDNN's bf16 convolutions do on
+// the CPU's AVX512_BF16 dot products). Process-wide, like the gemm library (gemm.h); master
+// weights, gradients, optimizer state and every other op stay f32. The reference for a bf16
+// kernel is the f32 kernel on bf16-rounded inputs (round_to_bf16).
+#pragma once
+
+#include <string>
+
+#include "tensor/tensor.h"
+
+namespace dtrain {
+
+enum class ComputePrecision { kF32, kBF16 };
+
+// InputError when bf16 is asked of a CPU without the bf16 dot-product instructions (naming the
+// flag to drop).
+void set_compute_precision(ComputePrecision precision);
+ComputePrecision compute_precision();
+// "f32" or "bf16"; InputError listing them for another name.
+ComputePrecision parse_compute_precision(const std::string& name);
+const char* compute_precision_name(ComputePrecision precision);
+// Whether oneDNN runs bf16 on this CPU's own instructions (AVX512_BF16 or AMX).
+bool cpu_has_bf16();
+
+// Every element of a plain f32 tensor rounded to the nearest bf16 (ties to even), kept in f32.
+Tensor round_to_bf16(const Tensor& t);
+
+}  // namespace dtrain

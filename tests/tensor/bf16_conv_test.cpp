@@ -1,0 +1,101 @@
+// Convolutions in bf16 (kernels/cpu/compute_precision.h) against their reference: the reference
+// backend's f32 kernel on bf16-rounded inputs. oneDNN's bf16 kernels multiply bf16 values (each
+// product exact in f32) and accumulate in f32, so the two differ only by the order of the f32
+// sums: relative 1e-4 of the largest output. Each result must also differ from the f32 kernel's
+// on the unrounded inputs by more than that order would explain, so a bf16 run that silently
+// computed in f32 fails. Skipped on CPUs without bf16 dot products.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/error.h"
+#include "tensor/backend.h"
+#include "tensor/kernels/cpu/compute_precision.h"
+#include "tensor/kernels/cpu/cpu_backend.h"
+#include "tensor/tensor.h"
+
+namespace dtrain {
+namespace {
+
+struct Bf16Case {
+  std::int64_t N, C, H, W, O, K, stride, pad;
+};
+
+Tensor uniform_tensor(const Shape& shape, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<std::size_t>(shape.numel()));
+  for (float& x : v) x = dist(rng);
+  return Tensor::from_vector(v, shape);
+}
+
+// The largest |got - want| over the largest |want|.
+double relative_gap(const Tensor& got, const Tensor& want) {
+  const std::vector<double> a = got.to_vector_f64(), b = want.to_vector_f64();
+  EXPECT_EQ(a.size(), b.size());
+  double gap = 0, scale = 1e-30;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    gap = std::max(gap, std::abs(a[i] - b[i]));
+    scale = std::max(scale, std::abs(b[i]));
+  }
+  return gap / scale;
+}
+
+// Sets bf16 for one scope.
+struct InBf16 {
+  InBf16() { set_compute_precision(ComputePrecision::kBF16); }
+  ~InBf16() { set_compute_precision(ComputePrecision::kF32); }
+};
+
+TEST(Bf16Conv, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  const std::vector<Bf16Case> cases = {{4, 1, 28, 28, 32, 5, 1, 2},   // lenet's first layer
+                                       {4, 32, 14, 14, 64, 5, 1, 2},  // and its second
+                                       {2, 3, 16, 16, 16, 3, 1, 1},   // a CIFAR ResNet's stem
+                                       {2, 16, 16, 16, 16, 3, 1, 1},  // its blocks
+                                       {2, 16, 16, 16, 32, 3, 2, 1}};
+  std::mt19937 rng(7);
+  Backend& fast = cpu_backend();
+  Backend& ref = reference_backend();
+  for (const Bf16Case& c : cases) {
+    const Conv2dGeometry g{c.stride, c.stride, c.pad, c.pad};
+    const std::int64_t OH = (c.H + 2 * c.pad - c.K) / c.stride + 1, OW = (c.W + 2 * c.pad - c.K) / c.stride + 1;
+    const Shape xs{c.N, c.C, c.H, c.W}, ws{c.O, c.C, c.K, c.K};
+    const Tensor x = uniform_tensor(xs, rng), w = uniform_tensor(ws, rng), b = uniform_tensor({c.O}, rng);
+    const Tensor dy = uniform_tensor({c.N, c.O, OH, OW}, rng);
+    Tensor y, dx;
+    WeightGrads grads;
+    {
+      const InBf16 bf16;
+      y = fast.conv2d_forward(x, w, &b, g);
+      dx = fast.conv2d_backward_data(dy, w, xs, Layout::kPlain, g);
+      grads = fast.conv2d_backward_weights(dy, x, ws, true, g);
+    }
+    const std::string what = fmt::format("N{} C{} {}x{} O{} k{} s{}", c.N, c.C, c.H, c.W, c.O, c.K, c.stride);
+    const Tensor xr = round_to_bf16(x), wr = round_to_bf16(w), dyr = round_to_bf16(dy);
+    EXPECT_LE(relative_gap(y, ref.conv2d_forward(xr, wr, &b, g)), 1e-4) << what << " forward";
+    EXPECT_LE(relative_gap(dx, ref.conv2d_backward_data(dyr, wr, xs, Layout::kPlain, g)), 1e-4) << what << " data";
+    const WeightGrads want = ref.conv2d_backward_weights(dyr, xr, ws, true, g);
+    EXPECT_LE(relative_gap(grads.dw, want.dw), 1e-4) << what << " weights";
+    EXPECT_LE(relative_gap(grads.db, want.db), 1e-4) << what << " bias";
+    EXPECT_EQ(grads.dw.dtype(), DType::kF32) << what;  // master-weight gradients stay f32
+    // Not f32 in disguise: bf16 rounding moves the outputs by far more than summation order does.
+    EXPECT_GT(relative_gap(y, ref.conv2d_forward(x, w, &b, g)), 1e-4) << what;
+  }
+}
+
+TEST(Bf16Conv, RoundingIsToNearestEvenAndThePrecisionNameIsChecked) {
+  const Tensor t = Tensor::from_vector(std::vector<float>{1.0f, 1.00390625f, 1.01171875f, -3.0f}, Shape{4});
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to the even 1; 1 + 3 * 2^-8 rounds up to 1 + 2^-6.
+  EXPECT_EQ(round_to_bf16(t).to_vector(), (std::vector<float>{1.0f, 1.0f, 1.015625f, -3.0f}));
+  EXPECT_EQ(parse_compute_precision("bf16"), ComputePrecision::kBF16);
+  try {
+    parse_compute_precision("fp16");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown precision 'fp16'; valid: f32, bf16"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace dtrain
