@@ -3,7 +3,7 @@
 `--precision f32` interleaved, REPS times each, for every model, batch and thread count; the
 table gives the median step of each, the ratio f32 / bf16 and both peak RSS.
 
-bf16 here: the convolutions' inputs and weights in bf16, their sums and outputs, the master
+bf16 here: the convolutions' and linear layers' inputs and weights in bf16, their sums and outputs, the master
 weights and every other layer in f32 (tensor/kernels/cpu/compute_precision.h).
 
 usage: bench/precision_speed.py [--reps 3] [--models mlp,lenet,resnet20] [--batches 64,256] [--threads 1,2]

@@ -39,7 +39,7 @@ struct BenchTrainOptions {
   int probe_every = 0;            // steps between samples of the core round trip (0: at the start and end only)
   PipelineFlags pipeline;         // under mpirun: --pipeline K stages (P/K replicas) instead of data parallelism
   int tensor_parallel = 1;        // under mpirun -np T: the model's layers split over the T ranks instead
-  std::string precision = "f32";  // the convolutions' arithmetic (tensor/kernels/cpu/compute_precision.h)
+  std::string precision = "f32";  // the matrix layers' arithmetic (tensor/kernels/cpu/compute_precision.h)
 };
 
 // --tensor-parallel T: every rank builds the same whole model and batch (one seed) and runs its
@@ -233,8 +233,9 @@ Action register_bench(CLI::App& app) {
       ->capture_default_str();
   train
       ->add_option("--precision", o->precision,
-                   "Convolutions in f32 or bf16 (bf16 inputs and weights, f32 sums and outputs, on the CPU's bf16 "
-                   "dot products; linear layers stay f32 for now)")
+                   "Convolutions and linear layers in f32 or bf16 (bf16 inputs and weights, f32 sums and outputs, on "
+                   "the CPU's bf16 "
+                   "dot products)")
       ->capture_default_str();
   Action allreduce = register_bench_allreduce(*bench);
   Action cores = register_bench_cores(*bench);

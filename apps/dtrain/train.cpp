@@ -48,7 +48,7 @@ struct TrainOptions {
   ScheduleConfig schedule;
   std::string augment;
   int threads = 0;
-  std::string precision = "f32";  // the convolutions' arithmetic (tensor/kernels/cpu/compute_precision.h)
+  std::string precision = "f32";  // the matrix layers' arithmetic (tensor/kernels/cpu/compute_precision.h)
   int prefetch = 2;
   std::uint64_t seed = 0;
   std::string log = "dtrain-log.jsonl";
@@ -555,7 +555,8 @@ Action register_train(CLI::App& app) {
                 "bound it to its own)")
       ->capture_default_str();
   t->add_option("--precision", o->precision,
-                "Convolutions in f32 or bf16 (bf16 inputs and weights, f32 sums, outputs and master weights, on the "
+                "Convolutions and linear layers in f32 or bf16 (bf16 inputs and weights, f32 sums, outputs and master "
+                "weights, on the "
                 "CPU's bf16 dot products)")
       ->capture_default_str();
   t->add_option("--prefetch", o->prefetch, "Batches the loader prepares ahead on its own thread (0: none)")

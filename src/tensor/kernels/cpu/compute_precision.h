@@ -1,4 +1,4 @@
-// The arithmetic of the convolution kernels: f32, or bf16 (mixed precision: inputs and weights
+// The arithmetic of the convolution and linear-layer kernels: f32, or bf16 (mixed precision: inputs and weights
 // rounded to bf16, products accumulated and written in f32, as oneDNN's bf16 convolutions do on
 // the CPU's AVX512_BF16 dot products). Process-wide, like the gemm library (gemm.h); master
 // weights, gradients, optimizer state and every other op stay f32. The reference for a bf16

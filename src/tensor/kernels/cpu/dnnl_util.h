@@ -90,6 +90,7 @@ enum class OpTag : std::int64_t {
   kBnFwdTraining,
   kBnFwdInference,
   kBnBwd,
+  kMatmulBf16,
 };
 
 // The channel-blocked layout oneDNN's JIT kernels run in natively on this CPU: nChw16c where it has

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "tensor/kernels/cpu/compute_precision.h"
 
 namespace dtrain {
 namespace {
@@ -35,6 +36,16 @@ void sgemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int6
       dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   if (st != dnnl_success) {
     throw InternalError(fmt::format("dnnl_sgemm failed with status {} ({} x {} x {})", static_cast<int>(st), M, N, K));
+  }
+}
+
+void matrix_multiply(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+                     const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+                     std::int64_t ldc) {
+  if (compute_precision() == ComputePrecision::kBF16) {
+    gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  } else {
+    sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   }
 }
 

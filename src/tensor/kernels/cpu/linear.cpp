@@ -1,4 +1,5 @@
-// Linear layers as one sgemm each (kernels/cpu/gemm.h picks oneDNN or OpenBLAS):
+// Linear layers as one matrix product each (kernels/cpu/gemm.h: sgemm on oneDNN or OpenBLAS, or
+// in bf16 runs gemm_bf16, f32 sums and outputs):
 //   forward        y[N, O]  = x[N, I] w[O, I]^T (+ b, written first and accumulated with beta = 1)
 //   backward data  dx[N, I] = dy[N, O] w[O, I]
 //   backward wts   dw[O, I] = dy[N, O]^T x[N, I],  db[O] = column sums of dy
@@ -27,7 +28,8 @@ Tensor CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor
       for (std::int64_t o = 0; o < O; ++o) py[n * O + o] = pb[o];
     }
   }
-  sgemm(false, true, N, O, I, 1.0f, x.data<float>(), I, w.data<float>(), I, b != nullptr ? 1.0f : 0.0f, py, O);
+  matrix_multiply(false, true, N, O, I, 1.0f, x.data<float>(), I, w.data<float>(), I, b != nullptr ? 1.0f : 0.0f, py,
+                  O);
   return y;
 }
 
@@ -37,7 +39,7 @@ Tensor CpuBackend::linear_backward_data(const Tensor& dy, const Tensor& w) {
            dy.shape(), w.shape());
   const std::int64_t N = dy.size(0), O = w.size(0), I = w.size(1);
   Tensor dx = Tensor::empty({N, I}, DType::kF32);
-  sgemm(false, false, N, I, O, 1.0f, dy.data<float>(), O, w.data<float>(), I, 0.0f, dx.data<float>(), I);
+  matrix_multiply(false, false, N, I, O, 1.0f, dy.data<float>(), O, w.data<float>(), I, 0.0f, dx.data<float>(), I);
   return dx;
 }
 
@@ -54,7 +56,7 @@ WeightGrads CpuBackend::linear_backward_weights(const Tensor& dy, const Tensor& 
   if (N == 0) {
     out.dw.fill(0.0);
   } else {
-    sgemm(true, false, O, I, N, 1.0f, g, O, x.data<float>(), I, 0.0f, out.dw.data<float>(), I);
+    matrix_multiply(true, false, O, I, N, 1.0f, g, O, x.data<float>(), I, 0.0f, out.dw.data<float>(), I);
   }
   if (with_bias) {
     float* db = out.db.data<float>();

@@ -1,11 +1,11 @@
-// Convolutions in bf16 (kernels/cpu/compute_precision.h) against their reference: the reference
-// backend's f32 kernel on bf16-rounded inputs. oneDNN's bf16 kernels multiply bf16 values (each
-// product exact in f32) and accumulate in f32, so the two differ only by the order of the f32
-// sums: relative 1e-4 of the largest output. Each result must also differ from the f32 kernel's
-// on the unrounded inputs by more than that order would explain, so a bf16 run that silently
-// computed in f32 fails. Skipped on CPUs without bf16 dot products.
+// Convolutions and linear layers in bf16 (kernels/cpu/compute_precision.h) against their
+// reference: the reference backend's f32 kernel on bf16-rounded inputs. oneDNN's bf16 kernels multiply bf16 values
+// (each product exact in f32) and accumulate in f32, so the two differ only by the order of the f32 sums: relative 1e-4
+// of the largest output. Each result must also differ from the f32 kernel's on the unrounded inputs by more than that
+// order would explain, so a bf16 run that silently computed in f32 fails. Skipped on CPUs without bf16 dot products.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 
@@ -81,6 +81,36 @@ TEST(Bf16Conv, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
     EXPECT_EQ(grads.dw.dtype(), DType::kF32) << what;  // master-weight gradients stay f32
     // Not f32 in disguise: bf16 rounding moves the outputs by far more than summation order does.
     EXPECT_GT(relative_gap(y, ref.conv2d_forward(x, w, &b, g)), 1e-4) << what;
+  }
+}
+
+TEST(Bf16Linear, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  std::mt19937 rng(8);
+  Backend& fast = cpu_backend();
+  Backend& ref = reference_backend();
+  // mlp's layers, lenet's classifier, and odd sizes.
+  for (const auto& [n, in, out] : std::vector<std::array<std::int64_t, 3>>{
+           {64, 784, 512}, {64, 512, 10}, {32, 3136, 1024}, {7, 33, 5}, {1, 16, 3}}) {
+    const Tensor x = uniform_tensor({n, in}, rng), w = uniform_tensor({out, in}, rng), b = uniform_tensor({out}, rng);
+    const Tensor dy = uniform_tensor({n, out}, rng);
+    Tensor y, dx;
+    WeightGrads grads;
+    {
+      const InBf16 bf16;
+      y = fast.linear_forward(x, w, &b);
+      dx = fast.linear_backward_data(dy, w);
+      grads = fast.linear_backward_weights(dy, x, true, nullptr);
+    }
+    const std::string what = fmt::format("linear {} x {} -> {}", n, in, out);
+    const Tensor xr = round_to_bf16(x), wr = round_to_bf16(w), dyr = round_to_bf16(dy);
+    EXPECT_LE(relative_gap(y, ref.linear_forward(xr, wr, &b)), 1e-4) << what << " forward";
+    EXPECT_LE(relative_gap(dx, ref.linear_backward_data(dyr, wr)), 1e-4) << what << " data";
+    const WeightGrads want = ref.linear_backward_weights(dyr, xr, true, nullptr);
+    EXPECT_LE(relative_gap(grads.dw, want.dw), 1e-4) << what << " weights";
+    // The bias gradient sums dy in f32 (no product to round), as autocast leaves reductions.
+    EXPECT_LE(relative_gap(grads.db, ref.linear_backward_weights(dy, x, true, nullptr).db), 1e-5) << what << " bias";
+    EXPECT_GT(relative_gap(y, ref.linear_forward(x, w, &b)), 1e-4) << what;
   }
 }
 
