@@ -9,6 +9,7 @@
 #include "calibration/calibration.h"
 #include "core/error.h"
 #include "core/threads.h"
+#include "tensor/kernels/cpu/compute_precision.h"
 
 namespace dtrain::cli {
 namespace {
@@ -26,6 +27,7 @@ struct CalibrateOptions {
   double timeout = 300;
   std::string chunk_kb = "auto";
   int tensor_parallel = 1;
+  std::string precision = "f32";
 };
 
 int run_calibrate(const CalibrateOptions& o) {
@@ -33,6 +35,9 @@ int run_calibrate(const CalibrateOptions& o) {
   opts.device.models = o.models;
   opts.device.batch = o.batch;
   opts.device.tensor_parallel = o.tensor_parallel;
+  opts.device.bf16 = parse_compute_precision(o.precision) == ComputePrecision::kBF16;
+  if (opts.device.bf16) set_compute_precision(ComputePrecision::kBF16);  // fails here on a CPU without bf16
+  set_compute_precision(ComputePrecision::kF32);
   opts.device.min_seconds = o.min_seconds;
   opts.device.rounds = o.rounds;
   opts.device.scratch_dir = o.scratch_dir;
@@ -87,6 +92,10 @@ Action register_calibrate(CLI::App& app) {
                 "features), for predicting --tensor-parallel T runs")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
+  c->add_option("--precision", o->precision,
+                "bf16: also time the convolutions and linear layers in bf16, for dtrain predict --precision bf16 "
+                "(device.precisions.bf16)")
+      ->capture_default_str();
   c->add_flag("--per-shape", o->per_shape, "Also print every layer shape's time and rate");
   c->add_option("--timeout", o->timeout, "Under mpirun: seconds a message may wait for a peer (0: forever)")
       ->capture_default_str();

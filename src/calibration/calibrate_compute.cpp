@@ -30,6 +30,7 @@
 #include "perfmodel/timing_stats.h"
 #include "tensor/backend.h"
 #include "tensor/dtype.h"
+#include "tensor/kernels/cpu/compute_precision.h"
 
 namespace dtrain::perf {
 namespace {
@@ -479,6 +480,26 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
     DT_CHECK(!per_kind[k].empty(), "no {} layer to calibrate", kComputeKinds[k]);
     d.compute[k] = solve_roofline_rate(per_kind[k]);
     d.shapes[k] = static_cast<int>(per_kind[k].size());
+  }
+  if (o.bf16) {
+    // The matrix layers again, their inputs and weights in bf16, rounds and medians as above.
+    set_compute_precision(ComputePrecision::kBF16);
+    std::vector<ShapeTiming> conv, linear;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t kind = compute_kind_index(bench.layers()[i].kind);
+      if (kind != compute_kind_index("conv2d") && kind != compute_kind_index("linear")) continue;
+      std::vector<double> rounds;
+      for (int r = 0; r < o.rounds; ++r) {
+        sync(o);
+        rounds.push_back(bench.time(i, o.min_seconds / o.rounds));
+      }
+      ShapeTiming t = d.timings[i];
+      t.seconds = median(rounds);
+      (kind == compute_kind_index("conv2d") ? conv : linear).push_back(t);
+    }
+    set_compute_precision(ComputePrecision::kF32);
+    d.bf16_conv2d = conv.empty() ? 0 : solve_roofline_rate(conv);
+    d.bf16_linear = linear.empty() ? 0 : solve_roofline_rate(linear);
   }
   sync(o);
   std::int64_t largest = 0;

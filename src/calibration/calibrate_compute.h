@@ -75,6 +75,9 @@ struct ComputeCalibrationOptions {
   // T > 1: time what one of T tensor-parallel ranks computes of each layer (the split layers'
   // parts, perfmodel/tensor_parallel_cost.h: split_parts), the shapes a --tensor-parallel T run has.
   int tensor_parallel = 1;
+  // Also time the convolutions and linear layers in bf16 (tensor/kernels/cpu/compute_precision.h),
+  // for the profile's device.precisions.bf16. InputError where the CPU has no bf16 instructions.
+  bool bf16 = false;
   double min_seconds = 0.1;       // per shape: repeat until this much time was measured (and 5 calls)
   int rounds = 3;                 // passes over every shape, min_seconds / rounds each; the median pass counts
   std::string scratch_dir;        // for the disk benchmark; "" = $TMPDIR or /tmp
@@ -103,6 +106,8 @@ struct DeviceCalibration {
   std::size_t gradient_bytes = 0;      // the gradient copy's size
   double gradient_copy = 0;            // bytes/s
   double cast_f16 = 0, cast_bf16 = 0;  // f32 elements/s cast to the format and back
+  // With ComputeCalibrationOptions::bf16: the conv2d and linear rates in bf16 (FLOP/s), else 0.
+  double bf16_conv2d = 0, bf16_linear = 0;
 };
 
 // The module (or functional op) of a layer, built alone; empty for kinds the benchmark does not

@@ -250,6 +250,8 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   }
   const std::size_t casts = v.size();
   v.insert(v.end(), {1 / mine.cast_f16, 1 / mine.cast_bf16, 1 / mine.gradient_copy});
+  const bool bf16 = o.device.bf16;  // the same on every rank
+  if (bf16) v.insert(v.end(), {1 / mine.bf16_conv2d, 1 / mine.bf16_linear});
   const std::vector<double> sum = sum_over_ranks(worker, v);
   const double p = c.ranks;
   c.device = mine;
@@ -258,7 +260,11 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   c.device.update = p / sum[2];
   for (std::size_t k = 0; k < kComputeKinds.size(); ++k) c.device.compute[k] = p / sum[3 + k];
   c.device.disk_read = sum[3 + kComputeKinds.size()];
-  c.device.gradient_copy = p / sum.back();
+  c.device.gradient_copy = p / sum[casts + 2];
+  if (bf16) {
+    c.device.bf16_conv2d = p / sum[casts + 3];
+    c.device.bf16_linear = p / sum[casts + 4];
+  }
   c.device.cast_f16 = p / sum[casts];
   c.device.cast_bf16 = p / sum[casts + 1];
   const std::size_t at = 4 + kComputeKinds.size();
@@ -304,6 +310,19 @@ Profile calibrated_profile(const Calibration& c) {
                                  "pass(es); {}",
                                  kComputeKinds[k], c.device.shapes[k], models, c.options.device.batch,
                                  c.options.device.rounds, layout));
+  }
+  if (c.options.device.bf16) {
+    const auto rate = [&](const char* kind, double value) {
+      return q(value, fmt::format("roofline rate of {} forward+backward in bf16 (inputs and weights bf16, sums and "
+                                  "outputs f32: tensor/kernels/cpu/compute_precision.h) over the shapes of {} at batch "
+                                  "{}; {}",
+                                  kind, models, c.options.device.batch, layout));
+    };
+    d.precisions.emplace_back("bf16",
+                              PrecisionRates{rate("conv2d", c.device.bf16_conv2d), rate("linear", c.device.bf16_linear),
+                                             Quantity{4, 0, 0,
+                                                      "dtrain's bf16 runs keep f32 activations between layers "
+                                                      "(tensor/kernels/cpu/compute_precision.h)"}});
   }
   d.memory_read =
       q(c.device.memory_read, fmt::format("{} MiB streamed read per rank (the largest activation at batch {}); {}",

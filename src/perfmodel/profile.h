@@ -89,6 +89,10 @@ std::string_view parse_precision(std::string_view name);
 // (device.precisions.NAME.conv2d, .linear in the schema; the other kinds compute in f32).
 struct PrecisionRates {
   Quantity conv2d, linear;
+  // Bytes per activation element between layers in runs of this precision (optional; absent: 2
+  // for the 16- and 8-bit precisions, as mixed-precision GPU training keeps them, 4 for tf32).
+  // dtrain's own bf16 runs keep f32 activations today: its calibrated profiles say 4.
+  std::optional<Quantity> activation_bytes;
 };
 
 struct DeviceProfile {

@@ -157,10 +157,13 @@ class Reader {
         const std::string where = "device.precisions." + name;
         if (name == "f32" || std::find(kPrecisions.begin(), kPrecisions.end(), name) == kPrecisions.end())
           fail(fmt::format("'{}': not a precision the model prices; use one of tf32, bf16, f16, fp8", where));
-        fields(rates, where, {"conv2d", "linear"});
-        d.precisions.emplace_back(
-            name, PrecisionRates{quantity(rates["conv2d"], where + ".conv2d", false, "FLOP per second"),
-                                 quantity(rates["linear"], where + ".linear", false, "FLOP per second")});
+        fields(rates, where, {"conv2d", "linear"}, {"activation_bytes"});
+        PrecisionRates r{quantity(rates["conv2d"], where + ".conv2d", false, "FLOP per second"),
+                         quantity(rates["linear"], where + ".linear", false, "FLOP per second"), std::nullopt};
+        if (rates.contains("activation_bytes"))
+          r.activation_bytes = quantity(rates["activation_bytes"], where + ".activation_bytes", false,
+                                        "bytes per activation element between layers");
+        d.precisions.emplace_back(name, std::move(r));
       }
     }
     constexpr const char* kSums = "bytes per second of 16-bit sums";
@@ -320,7 +323,9 @@ DeviceProfile at_precision(const DeviceProfile& device, const std::string& profi
   DeviceProfile d = device;
   d.compute[compute_kind_index("conv2d")] = it->second.conv2d;
   d.compute[compute_kind_index("linear")] = it->second.linear;
-  if (p != "tf32") d.activation_element_bytes = 2;
+  d.activation_element_bytes = it->second.activation_bytes ? it->second.activation_bytes->value
+                               : p == "tf32"               ? 4.0
+                                                           : 2.0;
   return d;
 }
 
@@ -392,8 +397,10 @@ json profile_to_json(const Profile& p) {
   if (p.device.cast_bf16) device["cast_bf16"] = quantity_json(*p.device.cast_bf16);
   if (!p.device.precisions.empty()) {
     json precisions = json::object();
-    for (const auto& [name, rates] : p.device.precisions)
+    for (const auto& [name, rates] : p.device.precisions) {
       precisions[name] = {{"conv2d", quantity_json(rates.conv2d)}, {"linear", quantity_json(rates.linear)}};
+      if (rates.activation_bytes) precisions[name]["activation_bytes"] = quantity_json(*rates.activation_bytes);
+    }
     device["precisions"] = precisions;
   }
   json node = {{"accelerators", p.node.accelerators},

@@ -21,6 +21,7 @@
 #include "perfmodel/perfmodel_test_util.h"
 #include "perfmodel/step_model.h"
 #include "perfmodel/straggler.h"
+#include "tensor/kernels/cpu/compute_precision.h"
 
 namespace dtrain::perf {
 namespace {
@@ -81,6 +82,32 @@ TEST(Calibrate, OneProcessWritesAProfileThatLoadsAndValidates) {
   RunConfig c;
   c.batch_per_worker = 16;
   EXPECT_GT(predict_step(describe_zoo_model("mlp", "fashion-mnist"), p, c).step, 0);
+  std::filesystem::remove(path);
+}
+
+// --precision bf16 also times the convolutions and linear layers in bf16: device.precisions.bf16,
+// with the f32 activations dtrain's bf16 runs keep, which predict --precision bf16 then prices.
+TEST(Calibrate, Bf16RatesGoIntoTheProfilesPrecisions) {
+  const auto path = std::filesystem::temp_directory_path() / "dtrain_calibrate_bf16_test.json";
+  std::string out;
+  const int rc =
+      run_command(std::string(DTRAIN_BINARY) +
+                      " calibrate --models lenet --batch 8 --min-seconds 0.002 --precision bf16 -o " + path.string(),
+                  &out);
+  if (!cpu_has_bf16()) {  // named, and nothing written
+    EXPECT_NE(rc, 0);
+    EXPECT_NE(out.find("lacks the bf16 dot-product instructions"), std::string::npos) << out;
+    return;
+  }
+  ASSERT_EQ(rc, 0) << out;
+  const Profile p = load_profile(path.string());
+  ASSERT_EQ(p.device.precisions.size(), 1u);
+  EXPECT_EQ(p.device.precisions[0].first, "bf16");
+  expect_calibrated(p.device.precisions[0].second.conv2d, "bf16 conv2d");
+  expect_calibrated(p.device.precisions[0].second.linear, "bf16 linear");
+  ASSERT_TRUE(p.device.precisions[0].second.activation_bytes.has_value());
+  EXPECT_EQ(p.device.precisions[0].second.activation_bytes->value, 4);
+  EXPECT_EQ(at_precision(p.device, p.name, "bf16").activation_element_bytes, 4);
   std::filesystem::remove(path);
 }
 
