@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
+
+#include "train/stop_signal.h"
 
 namespace dtrain::cli {
 
@@ -20,6 +23,13 @@ void add_checkpoint_flags(CLI::App& command, CheckpointFlags& flags) {
       "--resume", flags.resume,
       "Continue from the newest valid checkpoint in --checkpoint-dir (corrupt ones are reported and skipped; "
       "none: start afresh). Pass the flags of the interrupted run");
+}
+
+bool resume_if_requeued(CheckpointFlags& flags) {
+  const char* restarts = std::getenv("SLURM_RESTART_COUNT");
+  if (flags.dir.empty() || flags.resume || restarts == nullptr || std::atoi(restarts) < 1) return false;
+  flags.resume = true;
+  return true;
 }
 
 std::unique_ptr<Checkpointer> make_checkpointer(const CheckpointFlags& f, Module& model, Optimizer& optimizer,
@@ -42,6 +52,13 @@ std::unique_ptr<Checkpointer> make_checkpointer(const CheckpointFlags& f, Module
     };
   }
   if (group.rank == 0) o.note = [](const std::string& text) { fmt::print("checkpoint: {}\n", text); };
+  if (!solo) {
+    // Preemption-safe: a stop signal ends the run at a step boundary with a checkpoint
+    // (parameter-server workers and pipeline stages checkpoint on their schedule only).
+    install_stop_signals();
+    o.stop_signal = stop_signal_received;
+    o.stop_mid_epoch = !double_buffering;
+  }
   return std::make_unique<Checkpointer>(std::move(o), model, optimizer);
 }
 

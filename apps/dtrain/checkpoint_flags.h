@@ -23,7 +23,13 @@ struct CheckpointFlags {
 
 void add_checkpoint_flags(CLI::App& command, CheckpointFlags& flags);
 
-// nullptr without --checkpoint-dir. Checks the flags (a step schedule cannot be combined with
+// A job Slurm requeued (SLURM_RESTART_COUNT >= 1) with --checkpoint-dir resumes by itself, as if
+// run with --resume: true when that turned --resume on.
+bool resume_if_requeued(CheckpointFlags& flags);
+
+// nullptr without --checkpoint-dir. Unless `solo`, it also makes the run preemption-safe
+// (train/stop_signal.h): SIGTERM, SIGUSR1 or SIGUSR2 end it at the next step boundary (the next
+// epoch's end with double buffering) with a checkpoint. Checks the flags (a step schedule cannot be combined with
 // double buffering, whose in-flight gradients a checkpoint does not hold). Rank 0 prints notes.
 // `solo`: this rank checkpoints alone, without collectives (parameter-server worker 0, whose
 // model and optimizer `before_save` fills from the servers).

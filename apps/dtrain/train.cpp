@@ -26,6 +26,7 @@
 #include "ps/run_stats.h"
 #include "tensor/kernels/cpu/compute_precision.h"
 #include "train/extensions.h"
+#include "train/stop_signal.h"
 #include "train/trace_recorder.h"
 #include "train/trainer.h"
 
@@ -191,6 +192,7 @@ int run_train(TrainOptions o) {
 
   ProcessGroup group = join_process_group(o.timeout, o.chunk_kb);
   const bool leader = group.rank == 0;
+  if (resume_if_requeued(o.checkpoint) && leader) fmt::print("checkpoint: requeued by Slurm: resuming\n");
   const std::optional<ps::PsConfig> ps = ps_config(o.ps, group, o.timeout, dp.comm_dtype, o.optimizer);
   if (ps) check_ps_supports(o.double_buffering);
   // The ranks that train (all but the parameter servers) and the sums over them: a parameter
@@ -479,12 +481,12 @@ int run_train(TrainOptions o) {
                       about);
     if (leader) fmt::print("trace: {}\n", o.trace);
   }
-  if (leader && s.last_eval) {
+  if (leader && s.last_eval && s.stopped_by.empty()) {
     fmt::print("final test accuracy {:.4f} ({} of {} samples)\n", s.last_eval->accuracy, s.last_eval->correct,
                s.last_eval->samples);
   }
   if (leader && !o.log.empty()) fmt::print("metrics log: {}\n", o.log);
-  return 0;
+  return s.stopped_by.empty() ? 0 : kStoppedExitCode;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "train/stop_signal.h"
 
 namespace dtrain {
 
@@ -41,8 +42,10 @@ class CheckpointExtension : public Extension {
   void on_iteration(TrainerState& s) override {
     const CheckpointSchedule& every = c_.options_.schedule;
     // The last step of an epoch is saved at the epoch's end, after evaluation.
-    if (every.epochs || every.every == 0 || s.epoch_iteration == s.iterations_per_epoch) return;
-    if (s.iteration % every.every == 0) c_.save(s, false);
+    const bool epoch_end = s.epoch_iteration == s.iterations_per_epoch;
+    if (!every.epochs && every.every > 0 && !epoch_end && s.iteration % every.every == 0) c_.save(s, false);
+    if (!c_.options_.stop_signal || epoch_end || !c_.options_.stop_mid_epoch) return;
+    stop_if_signalled(s, false);
   }
   void on_epoch_end(TrainerState& s) override {
     const CheckpointSchedule& every = c_.options_.schedule;
@@ -50,9 +53,23 @@ class CheckpointExtension : public Extension {
     const bool due = done == s.epochs ||
                      (every.every > 0 && (every.epochs ? done % every.every == 0 : s.iteration % every.every == 0));
     if (due) c_.save(s, true);
+    if (c_.options_.stop_signal && done < s.epochs) stop_if_signalled(s, true);
   }
 
  private:
+  void stop_if_signalled(TrainerState& s, bool epoch_end) {
+    const int signal = c_.agreed_stop_signal();
+    if (signal == 0) return;
+    if (c_.last_saved_step_ != s.iteration) c_.save(s, epoch_end);
+    s.stopped_by = signal_name(signal);
+    if (c_.options_.note) {
+      c_.options_.note(
+          fmt::format("stopping on {} after step {} (epoch {}): the checkpoint in '{}' holds it; run "
+                      "again with --resume to continue (a requeued Slurm job resumes by itself)",
+                      s.stopped_by, s.iteration, s.epoch + 1, c_.options_.dir));
+    }
+  }
+
   Checkpointer& c_;
 };
 
@@ -152,7 +169,18 @@ std::int64_t Checkpointer::resume(std::int64_t at_most) {
   return pos.iteration;
 }
 
+int Checkpointer::agreed_stop_signal() {
+  const CheckpointGroup& g = options_.group;
+  const std::int32_t mine = options_.stop_signal ? options_.stop_signal() : 0;
+  if (g.size <= 1) return mine;
+  std::vector<std::int32_t> all(static_cast<std::size_t>(g.size));
+  all[static_cast<std::size_t>(g.rank)] = mine;
+  g.allgather(all.data(), sizeof(std::int32_t));
+  return *std::max_element(all.begin(), all.end());
+}
+
 void Checkpointer::save(const TrainerState& s, bool epoch_end) {
+  last_saved_step_ = s.iteration;
   if (options_.before_save) options_.before_save();
   const CheckpointGroup& g = options_.group;
   const auto buffers = model_.named_buffers();

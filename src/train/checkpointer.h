@@ -65,6 +65,14 @@ struct CheckpointerOptions {
   // model and optimizer (parameter-server worker 0 fetches the servers' weights and optimizer
   // state, ps/ps_updater.h).
   std::function<void()> before_save;
+  // Preemption (train/stop_signal.h): the signal this rank received, 0 when none. When set, the
+  // ranks agree after every step (one allgather of 4 bytes each); once any has one, a checkpoint
+  // is written at that step and the run stops (TrainerState::stopped_by), except after the last
+  // epoch, which ends the run anyway.
+  std::function<int()> stop_signal;
+  // False where a step boundary holds state a checkpoint cannot (double buffering's gradients in
+  // flight): a stop then waits for the epoch's end.
+  bool stop_mid_epoch = true;
 };
 
 class Checkpointer {
@@ -90,6 +98,10 @@ class Checkpointer {
  private:
   friend class CheckpointExtension;
   void save(const TrainerState& s, bool epoch_end);
+  // The stop signal any rank of the group received (the largest number), 0 when none.
+  int agreed_stop_signal();
+
+  std::int64_t last_saved_step_ = -1;
 
   CheckpointerOptions options_;
   Module& model_;

@@ -62,7 +62,9 @@ TrainerState Trainer::run() {
       ++s.epoch_iteration;
       ++s.iteration;
       for (auto& e : extensions_) e->on_iteration(s);
+      if (!s.stopped_by.empty()) break;
     }
+    if (!s.stopped_by.empty()) break;
     updater_.flush();
     s.epoch_train_seconds = epoch_clock.seconds();
     if (options_.sum_across_ranks) {
@@ -75,6 +77,7 @@ TrainerState Trainer::run() {
       s.epoch_totals_global = true;
     }
     for (auto& e : extensions_) e->on_epoch_end(s);
+    if (!s.stopped_by.empty()) break;
   }
   for (auto& e : extensions_) e->on_finish(s);
   return s;

@@ -6,10 +6,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "data/loader.h"
 #include "optim/optimizer.h"
@@ -22,26 +22,31 @@ namespace dtrain {
 // Its implicit noexcept move runs nlohmann::json's, which clang-tidy cannot see never throws.
 // NOLINTNEXTLINE(bugprone-exception-escape)
 struct TrainerState {
-  std::int64_t epochs = 0;                // to train
-  std::int64_t epoch = 0;                 // current, 0-based
-  std::int64_t iteration = 0;             // global step, 0-based (steps done so far)
-  std::int64_t epoch_iteration = 0;       // steps done in this epoch
+  std::int64_t epochs = 0;           // to train
+  std::int64_t epoch = 0;            // current, 0-based
+  std::int64_t iteration = 0;        // global step, 0-based (steps done so far)
+  std::int64_t epoch_iteration = 0;  // steps done in this epoch
   std::int64_t iterations_per_epoch = 0;
-  int world_size = 1;                     // processes training together
+  int world_size = 1;  // processes training together
   double lr = 0;
-  StepResult last;                        // the latest step
+  StepResult last;  // the latest step
   // This epoch so far: this rank's during the epoch, all ranks' (summed by the trainer's
   // sum_across_ranks) when on_epoch_end runs.
-  double epoch_loss_sum = 0;              // sum of per-step mean losses (averaged over ranks)
+  double epoch_loss_sum = 0;  // sum of per-step mean losses (averaged over ranks)
   std::int64_t epoch_correct = 0, epoch_samples = 0;
-  bool epoch_totals_global = false;       // epoch_correct/samples cover all ranks
+  bool epoch_totals_global = false;  // epoch_correct/samples cover all ranks
   PhaseTimes epoch_times;
-  double epoch_train_seconds = 0;         // wall time of the epoch's steps, evaluation excluded
-  double start_time = 0;                  // of run()
+  double epoch_train_seconds = 0;  // wall time of the epoch's steps, evaluation excluded
+  double start_time = 0;           // of run()
   std::optional<EvalResult> last_eval;
-  nlohmann::json record;                  // the epoch's log record, filled by extensions
+  nlohmann::json record;  // the epoch's log record, filled by extensions
+  // Set by an extension (the checkpointer, on a stop signal) to end the run after this step's
+  // or this epoch's extensions: the signal's name. Empty: the run goes on.
+  std::string stopped_by;
 
-  double epoch_mean_loss() const { return epoch_iteration > 0 ? epoch_loss_sum / static_cast<double>(epoch_iteration) : 0; }
+  double epoch_mean_loss() const {
+    return epoch_iteration > 0 ? epoch_loss_sum / static_cast<double>(epoch_iteration) : 0;
+  }
   double epoch_accuracy() const {
     return epoch_samples > 0 ? static_cast<double>(epoch_correct) / static_cast<double>(epoch_samples) : 0;
   }

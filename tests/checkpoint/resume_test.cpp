@@ -4,6 +4,8 @@
 // ranks on the local-threads transport.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <csignal>
 #include <map>
 #include <mutex>
 
@@ -13,6 +15,7 @@
 #include "optim/schedule.h"
 #include "parallel/data_parallel.h"
 #include "train/checkpointer.h"
+#include "train/stop_signal.h"
 
 namespace dtrain {
 namespace {
@@ -62,12 +65,39 @@ struct RunSpec {
   std::int64_t crash_at = -1;  // global step after which the run dies
   bool resume = false;
   std::int64_t epochs = kEpochs;
+  // A stop signal (train/stop_signal.h) arrives at this rank after this global step; with
+  // real_signal the process raises SIGUSR2 through the installed handler, otherwise only
+  // `stop_rank`'s checkpointer sees one.
+  std::int64_t stop_at = -1;
+  int stop_rank = 0;
+  bool real_signal = false;
 };
 
 struct RunResult {
   std::vector<std::uint8_t> state;                     // every byte of model and optimizer state
   std::map<std::int64_t, std::vector<double>> totals;  // per epoch
   bool crashed = false;
+  std::string stopped_by;
+  std::int64_t stopped_at = -1;  // global steps done when the run stopped
+};
+
+// Delivers the stop signal after a step, before the checkpoint extension looks for it.
+class SignalAt : public Extension {
+ public:
+  SignalAt(std::int64_t step, bool raise_it, std::atomic<int>& flag) : step_(step), raise_(raise_it), flag_(flag) {}
+  void on_iteration(TrainerState& s) override {
+    if (s.iteration != step_) return;
+    if (raise_) {
+      std::raise(SIGUSR2);
+    } else {
+      flag_ = SIGUSR1;
+    }
+  }
+
+ private:
+  std::int64_t step_;
+  bool raise_;
+  std::atomic<int>& flag_;
 };
 
 // One rank's training run; `comm` is null in a single process.
@@ -117,6 +147,13 @@ RunResult train(const RunSpec& spec, comm::Communicator* comm, std::int64_t per_
       for (std::size_t i = 0; i < v.size(); ++i) v[i] = f[i];
     };
   }
+  std::atomic<int> signal_flag{0};
+  if (spec.stop_at >= 0 && spec.real_signal) {
+    install_stop_signals();
+    co.stop_signal = stop_signal_received;
+  } else if (spec.stop_at >= 0) {
+    co.stop_signal = [&signal_flag] { return signal_flag.load(); };
+  }
   Checkpointer checkpointer(co, *model, *opt);
   if (comm != nullptr) {
     updater = std::make_unique<DataParallelUpdater>(*model, *opt, *worker, DataParallelConfig{});
@@ -127,16 +164,22 @@ RunResult train(const RunSpec& spec, comm::Communicator* comm, std::int64_t per_
   if (spec.resume) to.start_iteration = checkpointer.resume();
   RunResult r;
   Trainer trainer(*updater, *opt, *schedule, data(), sampler, to);
+  if (spec.stop_at >= 0 && (spec.real_signal || rank == spec.stop_rank)) {
+    trainer.add_extension(std::make_unique<SignalAt>(spec.stop_at, spec.real_signal, signal_flag));
+  }
   trainer.add_extension(checkpointer.extension());
   trainer.add_extension(std::make_unique<EpochTotalsLog>(r.totals));
   if (spec.crash_at >= 0) trainer.add_extension(std::make_unique<CrashAt>(spec.crash_at));
   try {
-    trainer.run();
+    const TrainerState end = trainer.run();
+    r.stopped_by = end.stopped_by;
+    if (!end.stopped_by.empty()) r.stopped_at = end.iteration;
   } catch (const SimulatedCrash&) {
     r.crashed = true;
   }
   updater.reset();
   r.state = snapshot(*model, opt.get());
+  if (spec.real_signal) clear_stop_signal();
   return r;
 }
 
@@ -170,6 +213,36 @@ TEST(Resume, StopAtAnEpochBoundaryAndContinueIsBitIdentical) {
   const RunResult again = train({b.str(), "1e", -1, true}, nullptr, 16);
   EXPECT_EQ(again.state, full.state);
   EXPECT_TRUE(again.totals.empty());
+}
+
+TEST(Resume, AStopSignalCheckpointsAtTheNextStepAndTheResumedRunIsBitIdentical) {
+  TempDir a, b;
+  const RunResult full = train({a.str(), "1e"}, nullptr, 16);
+  // SIGUSR2 after step 21 (mid-epoch 2): a checkpoint at step 21, then the run ends.
+  RunSpec stop{b.str(), "1e"};
+  stop.stop_at = 21;
+  stop.real_signal = true;
+  const RunResult stopped = train(stop, nullptr, 16);
+  EXPECT_EQ(stopped.stopped_by, "SIGUSR2");
+  EXPECT_EQ(stopped.stopped_at, 21);
+  EXPECT_EQ(CheckpointDir(b.str()).list().front(), CheckpointDir(b.str()).path_for(21));
+  EXPECT_EQ(stop_signal_received(), 0);
+  const RunResult resumed = train({b.str(), "1e", -1, true}, nullptr, 16);
+  EXPECT_TRUE(resumed.stopped_by.empty());
+  EXPECT_EQ(resumed.state, full.state);
+  EXPECT_EQ(resumed.totals.at(1), full.totals.at(1));
+}
+
+TEST(Resume, AStopSignalAtAnEpochsLastStepCheckpointsAfterTheEvaluation) {
+  TempDir a, b;
+  const RunResult full = train({a.str(), "5"}, nullptr, 16);
+  RunSpec stop{b.str(), "5"};
+  stop.stop_at = 16;  // the last step of epoch 1: saved as the epoch's end
+  const RunResult stopped = train(stop, nullptr, 16);
+  EXPECT_EQ(stopped.stopped_by, "SIGUSR1");
+  EXPECT_EQ(stopped.stopped_at, 16);
+  EXPECT_EQ(stopped.totals.size(), 1u);  // epoch 1's end ran before the stop
+  EXPECT_EQ(train({b.str(), "5", -1, true}, nullptr, 16).state, full.state);
 }
 
 TEST(Resume, ResumeWithNoCheckpointStartsAfresh) {
@@ -221,6 +294,22 @@ TEST(Resume, DataParallelCrashAndResumeIsBitIdenticalOnEveryRank) {
   EXPECT_EQ(resumed[1].state, full[1].state);
   EXPECT_EQ(resumed[0].totals.at(1), full[0].totals.at(1));
   EXPECT_EQ(resumed[0].totals.at(2), full[0].totals.at(2));
+}
+
+TEST(Resume, AStopSignalOnOneRankStopsEveryRankAtTheSameStepAndResumesExactly) {
+  TempDir a, b;
+  const auto full = train_parallel({a.str()});
+  RunSpec stop{b.str()};
+  stop.stop_at = 13;  // only rank 1 receives it
+  stop.stop_rank = 1;
+  const auto stopped = train_parallel(stop);
+  EXPECT_EQ(stopped[0].stopped_by, "SIGUSR1");
+  EXPECT_EQ(stopped[1].stopped_by, "SIGUSR1");
+  EXPECT_EQ(stopped[0].stopped_at, 13);
+  EXPECT_EQ(stopped[1].stopped_at, 13);
+  const auto resumed = train_parallel({b.str(), "5", -1, true});
+  EXPECT_EQ(resumed[0].state, full[0].state);
+  EXPECT_EQ(resumed[1].state, full[1].state);
 }
 
 }  // namespace
