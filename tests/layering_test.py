@@ -15,7 +15,7 @@ import unittest
 SRC = pathlib.Path(__file__).resolve().parent.parent / "src"
 
 # Lowest first; a room may include itself and the rooms before it.
-ROOMS = ["core", "tensor", "autograd", "nn", "optim", "data", "comm", "pipeline", "tensorparallel", "perfmodel", "checkpoint", "train",
+ROOMS = ["core", "tensor", "autograd", "nn", "optim", "data", "comm", "pipeline", "tensorparallel", "perfmodel", "schedule", "checkpoint", "train",
          "parallel", "ps", "calibration"]
 
 # What the model may include from the rooms below it (a room, or one header of it).

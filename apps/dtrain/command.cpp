@@ -7,8 +7,8 @@ Command::Command() : app_("dtrain: data-parallel deep-learning training with a b
   app_.require_subcommand(1);
   app_.set_version_flag("--version", "dtrain 0.1.0");
   app_.footer("Run 'dtrain SUBCOMMAND --help' for the flags of each subcommand.");
-  actions_ = {register_train(app_),     register_bench(app_),   register_predict(app_),
-              register_calibrate(app_), register_explain(app_), register_export(app_)};
+  actions_ = {register_train(app_),   register_bench(app_),  register_predict(app_), register_calibrate(app_),
+              register_explain(app_), register_export(app_), register_schedule(app_)};
 }
 
 int Command::run() {

@@ -17,6 +17,7 @@ Action register_export(CLI::App& app);
 Action register_predict(CLI::App& app);
 Action register_calibrate(CLI::App& app);
 Action register_explain(CLI::App& app);
+Action register_schedule(CLI::App& app);
 // `bench allreduce`, a subcommand of `bench` (apps/dtrain/bench_allreduce.cpp).
 Action register_bench_allreduce(CLI::App& bench);
 // `bench cores` (apps/dtrain/bench_cores.cpp).

@@ -58,8 +58,8 @@ std::vector<StageStep> run_step(ScheduleKind kind, int k, int m, double forward_
   return steps;
 }
 
-// A step is judged on the quickest of up to 3 runs: on a busy machine (a test suite running two
-// at once) a thread woken from its sleep may wait a millisecond or two for a core, which the
+// A step is judged on the quickest of up to 6 runs: on a busy machine (a test suite running two
+// at once, the Slurm test in the background) a thread woken from its sleep may wait a millisecond or two for a core, which the
 // schedule does not cause; the quickest run is the one that met the least of it.
 TEST(PipelineTiming, SleepingStagesTakeThePredictedStepAndIdleShare) {
   constexpr double kForward = 0.03, kBackward = 0.06;
@@ -69,7 +69,7 @@ TEST(PipelineTiming, SleepingStagesTakeThePredictedStepAndIdleShare) {
         const auto predicted = perf::simulate_pipeline(kind, m, std::vector<perf::StageTime>(k, {kForward, kBackward}),
                                                        std::vector<double>(k - 1, 0.0));
         std::vector<StageStep> best;
-        for (int attempt = 0; attempt < 3; ++attempt) {
+        for (int attempt = 0; attempt < 6; ++attempt) {
           auto steps = run_step(kind, k, m, kForward, kBackward);
           if (best.empty() || steps[0].seconds < best[0].seconds) best = std::move(steps);
           if (best[0].seconds < 1.05 * predicted.step_s) break;
