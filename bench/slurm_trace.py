@@ -36,6 +36,8 @@ def main():
     ap.add_argument("--policies", default="fifo,srtf,model")
     ap.add_argument("--trace", default=str(REPO / "bench/traces/slurm6.csv"))
     ap.add_argument("--profile", help="a calibrated profile (default: calibrate now, under mpirun -np 2)")
+    ap.add_argument("--cluster", help="dtrain schedule --cluster JSON (e.g. restart_seconds and requeue_seconds "
+                                      "measured on this cluster)")
     ap.add_argument("--output", default=str(REPO / "bench/results/slurm_trace.txt"))
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     a = ap.parse_args()
@@ -54,11 +56,15 @@ def main():
             run(mpirun + [dtrain, "calibrate", "--threads", "1", "--batch", "64", "--models", "lenet,mlp", "-o",
                           profile], env, stdout=subprocess.DEVNULL)
         common = [dtrain, "schedule", "--trace", a.trace, "--nodes", "1", "--ranks-per-node", "2", "--profile", profile]
+        if a.cluster:
+            common += ["--cluster", a.cluster]
         rows, summary = [], []
         for policy in a.policies.split(","):
-            sim = json.loads(run(common + ["--policy", policy, "--json"], env, capture_output=True).stdout)
+            sim = json.loads(run(common + ["--policy", policy, "--json", "--fixed-ranks"], env,
+                                 capture_output=True).stdout)
             real = json.loads(run(common + ["--policy", policy, "--json", "--submit", "--work-dir", work / policy],
                                   env, capture_output=True).stdout)
+            sim, real = sim["policies"][0], real["policies"][0]
             for s, r in zip(sim["jobs"], real["jobs"]):
                 err = (s["jct_s"] - r["jct_s"]) / r["jct_s"]
                 rows.append((policy, s["name"], s["jct_s"], r["jct_s"], err))
