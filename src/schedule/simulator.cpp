@@ -103,7 +103,7 @@ class Simulation {
       }
       if (t >= policy_time) decide = true;
     }
-    summarise();
+    summarise(result_);
     return result_;
   }
 
@@ -227,22 +227,6 @@ class Simulation {
     result_.jobs[i].end = t;
   }
 
-  void summarise() {
-    double first = kSimulationNever, last = 0, jct = 0, held = 0;
-    for (const JobOutcome& o : result_.jobs) {
-      first = std::min(first, o.submit);
-      last = std::max(last, o.end);
-      jct += o.jct();
-      held += o.rank_seconds;
-      result_.preemptions += o.preemptions;
-      result_.probe_rank_seconds += o.probe_rank_seconds;
-      result_.overhead_rank_seconds += o.overhead_rank_seconds;
-    }
-    result_.mean_jct = jct / static_cast<double>(result_.jobs.size());
-    result_.makespan = last - first;
-    result_.utilisation = result_.makespan > 0 ? held / (capacity_ * result_.makespan) : 0;
-  }
-
   const std::vector<Job>& jobs_;
   const PriceTable& prices_;
   int capacity_;
@@ -255,6 +239,22 @@ class Simulation {
 };
 
 }  // namespace
+
+void summarise(ScheduleResult& r) {
+  double first = kSimulationNever, last = 0, jct = 0, held = 0;
+  for (const JobOutcome& o : r.jobs) {
+    first = std::min(first, o.submit);
+    last = std::max(last, o.end);
+    jct += o.jct();
+    held += o.rank_seconds;
+    r.preemptions += o.preemptions;
+    r.probe_rank_seconds += o.probe_rank_seconds;
+    r.overhead_rank_seconds += o.overhead_rank_seconds;
+  }
+  r.mean_jct = jct / static_cast<double>(r.jobs.size());
+  r.makespan = last - first;
+  r.utilisation = r.makespan > 0 ? held / (r.capacity * r.makespan) : 0;
+}
 
 ScheduleResult simulate(const std::vector<Job>& jobs, const PriceTable& prices, int capacity, Policy& policy,
                         const SimulationOptions& options) {

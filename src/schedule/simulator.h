@@ -72,6 +72,10 @@ struct SimulationOptions {
   bool fixed_ranks = false;
 };
 
+// Fills the averages of `r` (mean JCT, makespan, utilisation, preemptions, probe and overhead
+// rank-seconds) from its jobs' outcomes: the simulator's and the Slurm backend's.
+void summarise(ScheduleResult& r);
+
 // Throws InternalError when the policy over-allocates or leaves the cluster idle with jobs
 // waiting and nothing left to happen.
 ScheduleResult simulate(const std::vector<Job>& jobs, const PriceTable& prices, int capacity, Policy& policy,

@@ -81,7 +81,7 @@ class SlurmRun {
       }
       std::this_thread::sleep_for(std::chrono::duration<double>(o_.poll_seconds));
     }
-    summarise();
+    summarise(result_);
     if (!failed_.empty()) {
       throw Error(fmt::format("{} job(s) did not complete: {}", failed_.size(), fmt::join(failed_, "; ")));
     }
@@ -222,20 +222,6 @@ class SlurmRun {
       }
       s.ranks = ranks;
     }
-  }
-
-  void summarise() {
-    double first = kSlurmNever, last = 0, jct = 0, held = 0;
-    for (const JobOutcome& o : result_.jobs) {
-      first = std::min(first, o.submit);
-      last = std::max(last, o.end);
-      jct += o.jct();
-      held += o.rank_seconds;
-      result_.preemptions += o.preemptions;
-    }
-    result_.mean_jct = jct / static_cast<double>(result_.jobs.size());
-    result_.makespan = last - first;
-    result_.utilisation = result_.makespan > 0 ? held / (capacity_ * result_.makespan) : 0;
   }
 
   const std::vector<Job>& jobs_;
