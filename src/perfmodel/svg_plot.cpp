@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/xml_escape.h"
 #include "perfmodel/report.h"
 
 namespace dtrain::perf {
@@ -13,22 +14,6 @@ namespace {
 
 constexpr double kPanelW = 420, kPanelH = 300, kLeft = 70, kTop = 50, kGap = 90, kBottom = 50;
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf"};
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') {
-      out += "&lt;";
-    } else if (c == '>') {
-      out += "&gt;";
-    } else if (c == '&') {
-      out += "&amp;";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 struct Axis {
   double lo, hi;
@@ -79,7 +64,7 @@ std::string panel(double x0, const Axis& x, const Axis& y, const std::string& yl
   s += fmt::format(R"(<text x="{}" y="{}" font-size="12" text-anchor="middle">workers</text>)", x0 + kPanelW / 2,
                    y0 + kPanelH + 35);
   s += fmt::format(R"(<text x="{}" y="{}" font-size="13" text-anchor="middle">{}</text>)", x0 + kPanelW / 2, y0 - 8,
-                   escape(ylabel));
+                   xml_escape(ylabel));
   s += "\n";
   std::size_t color = 0;
   for (const auto& [name, points] : lines) {
@@ -146,7 +131,7 @@ std::string scaling_svg(const std::vector<RunPrediction>& runs, const std::strin
                   "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
                   R"(<text x="{}" y="20" font-size="14" font-weight="bold">{}</text>)"
                   "\n",
-                  width, height, kLeft, escape(title));
+                  width, height, kLeft, xml_escape(title));
   s += panel(kLeft, x, ty, "time per epoch", true, epoch);
   s += panel(kLeft + kPanelW + kGap, x, ey, "scaling efficiency", false, efficiency);
   double ly = kTop + 10;
@@ -155,7 +140,7 @@ std::string scaling_svg(const std::vector<RunPrediction>& runs, const std::strin
     const double lx = kLeft + 2 * kPanelW + kGap + 15;
     s += fmt::format(R"(<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="2"/>)", lx, ly, lx + 20, ly,
                      kColors[color++ % std::size(kColors)]);
-    s += fmt::format(R"(<text x="{}" y="{}" font-size="12">{}</text>)", lx + 26, ly + 4, escape(name));
+    s += fmt::format(R"(<text x="{}" y="{}" font-size="12">{}</text>)", lx + 26, ly + 4, xml_escape(name));
     s += "\n";
     ly += 18;
   }

@@ -26,7 +26,10 @@ Cluster read_cluster_file(const std::string& path, Cluster c) {
     throw InputError(fmt::format("cluster file '{}' is not JSON: {}", path, e.what()));
   }
   if (!j.is_object()) throw InputError(fmt::format("cluster file '{}' must hold one JSON object", path));
-  for (const auto& [key, value] : j.items()) {
+  for (const auto& item : j.items()) {
+    // Named copies, not structured bindings: lambdas may not capture bindings before C++20 in clang 14.
+    const std::string key = item.key();
+    const nlohmann::json& value = item.value();
     const auto number = [&]() {
       if (!value.is_number()) throw InputError(fmt::format("cluster file '{}': '{}' must be a number", path, key));
       const double v = value.get<double>();

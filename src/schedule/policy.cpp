@@ -7,6 +7,16 @@
 
 namespace dtrain::schedule {
 
+JobView JobView::of(std::size_t id, const Job& job) {
+  JobView v;
+  v.id = id;
+  v.name = job.name;
+  v.submit_time = job.submit_time;
+  v.min_ranks = job.min_ranks;
+  v.max_ranks = job.max_ranks;
+  return v;
+}
+
 const std::vector<std::string>& policy_names() {
   static const std::vector<std::string> names{"fifo", "srtf", "tiresias", "optimus", "model"};
   return names;

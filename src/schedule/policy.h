@@ -37,6 +37,10 @@ struct JobView {
   bool probe = false;                // the ranks held are a probe run (optimus)
   double overhead_left = 0;          // seconds of restart still to pay before progress resumes
   double progress_seconds = 0;       // seconds of progress at the current ranks since they were given
+
+  // The view of trace job `id` with its fixed fields (name, submit time, rank range) filled in;
+  // the simulator and the Slurm backend add the state they track.
+  static JobView of(std::size_t id, const Job& job);
 };
 
 struct PolicyInput {

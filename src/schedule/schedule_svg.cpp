@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/xml_escape.h"
 #include "perfmodel/report.h"
 #include "schedule/schedule_report.h"
 
@@ -22,24 +23,6 @@ std::size_t rank_band(int ranks) {
   if (ranks <= 8) return 3;
   if (ranks <= 16) return 4;
   return 5;
-}
-
-std::string svg_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') {
-      out += "&lt;";
-    } else if (c == '>') {
-      out += "&gt;";
-    } else if (c == '&') {
-      out += "&amp;";
-    } else if (c == '"') {
-      out += "&quot;";
-    } else {
-      out += c;
-    }
-  }
-  return out;
 }
 
 // A round tick step giving about 8 ticks over `span` seconds.
@@ -71,7 +54,7 @@ std::string schedule_svg(const ScheduleResult& r, const std::vector<Job>& jobs, 
       "\n"
       R"(<text x="{}" y="38" font-size="11">mean JCT {}, makespan {}, utilisation {:.0f}%, {} preemptions</text>)"
       "\n",
-      width, height, kGanttLeft, svg_escape(title), kGanttLeft, perf::format_seconds(r.mean_jct),
+      width, height, kGanttLeft, xml_escape(title), kGanttLeft, perf::format_seconds(r.mean_jct),
       perf::format_seconds(r.makespan), 100 * r.utilisation, r.preemptions);
   const double step = tick_step(span);
   for (double t = 0; t <= span * 1.0001; t += step) {
@@ -90,7 +73,7 @@ std::string schedule_svg(const ScheduleResult& r, const std::vector<Job>& jobs, 
     const double y = kGanttTop + kRowHeight * static_cast<double>(i);
     const double bar = y + (kRowHeight - kBarHeight) / 2;
     s += fmt::format(R"(<text x="{}" y="{:.1f}" font-size="10" text-anchor="end">{}</text>)", kGanttLeft - 6,
-                     y + kRowHeight - 3, svg_escape(jobs[i].name));
+                     y + kRowHeight - 3, xml_escape(jobs[i].name));
     s += fmt::format(R"(<line x1="{0:.1f}" y1="{1:.1f}" x2="{0:.1f}" y2="{2:.1f}" stroke="#d62728"/>)", x(o.submit),
                      y + 1, y + kRowHeight - 1);
     for (const Segment& g : o.segments) {
@@ -98,7 +81,7 @@ std::string schedule_svg(const ScheduleResult& r, const std::vector<Job>& jobs, 
       s += fmt::format(R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{}" fill="{}"{}>)"
                        R"(<title>{}: {} ranks, {} to {}{}</title></rect>)",
                        px, bar, w, kBarHeight, kRankColors[rank_band(g.ranks)],
-                       g.probe ? R"( stroke="#ff7f0e" stroke-dasharray="2,1")" : "", svg_escape(jobs[i].name), g.ranks,
+                       g.probe ? R"( stroke="#ff7f0e" stroke-dasharray="2,1")" : "", xml_escape(jobs[i].name), g.ranks,
                        format_clock(g.start - t0), format_clock(g.end - t0), g.probe ? " (probe)" : "");
       if (g.overhead > 0) {
         s += fmt::format(R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{}" fill="#444" opacity="0.6"/>)", px,

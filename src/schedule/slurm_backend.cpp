@@ -163,12 +163,7 @@ class SlurmRun {
     for (std::size_t i = 0; i < jobs_.size(); ++i) {
       const LiveJob& s = live_[i];
       if (!s.arrived || s.done) continue;
-      JobView v;
-      v.id = i;
-      v.name = jobs_[i].name;
-      v.submit_time = jobs_[i].submit_time;
-      v.min_ranks = jobs_[i].min_ranks;
-      v.max_ranks = jobs_[i].max_ranks;
+      JobView v = JobView::of(i, jobs_[i]);
       v.attained = s.attained;
       v.remaining = s.remaining;
       v.ranks = s.ranks;
