@@ -58,6 +58,15 @@ def run(cmd, env=None, timeout=900):
     return p.stdout
 
 
+def run_peak_rss(cmd, env=None):
+    """Runs cmd under /usr/bin/time -v; returns (stdout, its peak RSS in MiB); exits on failure."""
+    p = subprocess.run(["/usr/bin/time", "-v"] + cmd, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
+    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr).group(1)) / 1024
+    return p.stdout, rss
+
+
 def run_until_line(cmd, pattern, env=None, timeout=900, grace=15):
     """Runs cmd until a stdout line matches `pattern`, then gives it `grace` seconds to exit and
     kills its process group if it does not (torch 1.13 DDP can deadlock at interpreter exit after

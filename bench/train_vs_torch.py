@@ -13,7 +13,7 @@ usage: bench/train_vs_torch.py [--reps 3] [--models mlp,lenet,resnet20] [--batch
                                [--threads 1,2] [--dtrain build/release/bin/dtrain] [--peers ../shared/peers]
 Targets (issue 3): ratio >= 1.0 on every row, >= 1.3 on resnet20, dtrain RSS <= half of PyTorch's.
 """
-import argparse, os, re, statistics, subprocess, sys
+import argparse, os, re, statistics
 
 import benchlib as bl
 
@@ -23,13 +23,7 @@ ROOT = os.path.dirname(HERE)
 TORCH_STEPS = {("mlp", 64): 3000, ("mlp", 256): 1000, ("lenet", 64): 200, ("lenet", 256): 60,
                ("resnet20", 64): 60, ("resnet20", 256): 16}
 
-def timed(cmd, env):
-    """Runs cmd under /usr/bin/time -v; returns (stdout, peak RSS in MiB)."""
-    p = subprocess.run(["/usr/bin/time", "-v"] + cmd, env=env, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{p.stdout}\n{p.stderr}")
-    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr).group(1)) / 1024
-    return p.stdout, rss
+timed = bl.run_peak_rss
 
 def field(text, key):
     return float(re.search(rf"{key}=([0-9.]+)", text).group(1))

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string_view>
 
@@ -29,6 +30,24 @@ SumAcrossRanks ProcessGroup::summer() {
 SumAcrossRanks ProcessGroup::exact_summer() {
   if (!active()) return {};
   return exact_sum_through(*worker);
+}
+
+GatherStrings ProcessGroup::string_gatherer() {
+  if (!active()) return {};
+  return [this](const std::string& mine) {
+    std::vector<std::string> out;
+    worker->run([&](comm::Communicator& c) {
+      std::uint64_t n = mine.size(), longest = 0;
+      std::vector<std::uint64_t> sizes(static_cast<std::size_t>(c.size()));
+      c.allgather(&n, sizes.data(), sizeof n);
+      for (std::uint64_t m : sizes) longest = std::max(longest, m);
+      std::string padded = mine, all(longest * sizes.size(), '\0');
+      padded.resize(longest);
+      c.allgather(padded.data(), all.data(), longest);
+      for (std::size_t r = 0; r < sizes.size(); ++r) out.push_back(all.substr(r * longest, sizes[r]));
+    });
+    return out;
+  };
 }
 
 std::size_t parse_chunk_kb(const std::string& text) {

@@ -12,6 +12,7 @@
 #include "comm/hosts.h"
 #include "parallel/comm_worker.h"
 #include "train/evaluator.h"
+#include "train/trace_recorder.h"
 
 namespace dtrain::cli {
 
@@ -40,6 +41,8 @@ struct ProcessGroup {
   // the other ranks wait in a barrier (which every rank enters), so the probe finds the cores
   // free; nullopt on the other ranks and on one CPU.
   std::optional<double> core_round_trip();
+  // Every rank's string on every rank, through the worker (for the trace); empty where inactive.
+  GatherStrings string_gatherer();
 };
 
 // Joins the MPI job when the process was started by mpirun (collective timeout in seconds, 0:

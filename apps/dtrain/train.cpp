@@ -73,25 +73,6 @@ struct TrainOptions {
   double label_smoothing = 0;
 };
 
-// Every rank's string on every rank, through the communication thread (for the trace).
-GatherStrings gather_strings(ProcessGroup& group) {
-  if (!group.active()) return {};
-  return [&group](const std::string& mine) {
-    std::vector<std::string> out;
-    group.worker->run([&](comm::Communicator& c) {
-      std::uint64_t n = mine.size(), longest = 0;
-      std::vector<std::uint64_t> sizes(static_cast<std::size_t>(c.size()));
-      c.allgather(&n, sizes.data(), sizeof n);
-      for (std::uint64_t m : sizes) longest = std::max(longest, m);
-      std::string padded = mine, all(longest * sizes.size(), '\0');
-      padded.resize(longest);
-      c.allgather(padded.data(), all.data(), longest);
-      for (std::size_t r = 0; r < sizes.size(); ++r) out.push_back(all.substr(r * longest, sizes[r]));
-    });
-    return out;
-  };
-}
-
 // Hash of every parameter's name and shape: ranks must build the same model.
 std::string parameter_fingerprint(const Module& m) {
   std::string all;
@@ -477,7 +458,7 @@ int run_train(TrainOptions o) {
     const nlohmann::json about =
         ps ? nlohmann::json{{"model", o.model}, {"workers", ps->workers}, {"servers", ps->servers}}
            : nlohmann::json{{"model", o.model}, {"ranks", group.size}};
-    write_rank_traces(o.trace, *tracer, group.rank, ps ? gather_worker_strings(group, *ps) : gather_strings(group),
+    write_rank_traces(o.trace, *tracer, group.rank, ps ? gather_worker_strings(group, *ps) : group.string_gatherer(),
                       about);
     if (leader) fmt::print("trace: {}\n", o.trace);
   }

@@ -139,7 +139,7 @@ JobPrice hand_price(int min_ranks, const std::vector<double>& seconds, double pr
     r.exchange = "-";
     p.by_ranks.push_back(r);
   }
-  p.preemption.requeue = preemption_seconds;
+  p.preemption.restart = preemption_seconds;
   return p;
 }
 

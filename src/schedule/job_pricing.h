@@ -14,6 +14,7 @@
 // checkpoint holds parameters x 4 bytes x (1 + optimizer slots).
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,10 @@ struct PreemptionCost {
   double checkpoint_bytes = 0;
   double write = 0, requeue = 0, restart = 0, resume = 0;  // seconds
   double total() const { return write + requeue + restart + resume; }
+  // The delay before progress when the job restarts `waited` seconds after it was stopped: the
+  // checkpoint write and Slurm's requeue wait run on the clock from the stop, so a job that sat
+  // in the queue that long pays only the restart and resume (total() when restarted at once).
+  double after_waiting(double waited) const { return restart + resume + std::max(0.0, write + requeue - waited); }
 };
 
 struct JobPrice {
@@ -64,7 +69,7 @@ struct PriceTable {
 PriceTable price_jobs(const std::vector<Job>& jobs, const Cluster& cluster, const perf::Profile& profile);
 
 // A price by hand: seconds[i] is the whole work at min_ranks + i ranks (steps 1, step = compute =
-// the seconds); preemption costs `preemption_seconds`, all of it requeue wait.
+// the seconds); preemption costs `preemption_seconds` at every restart (PreemptionCost::restart).
 JobPrice hand_price(int min_ranks, const std::vector<double>& seconds, double preemption_seconds);
 
 }  // namespace dtrain::schedule

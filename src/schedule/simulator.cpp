@@ -22,6 +22,7 @@ struct SimJob {
   int ranks = 0;
   bool probe = false;
   bool owes_restart = false;  // stopped while running: its next start pays the preemption cost
+  double stopped_at = 0;      // when it was stopped (owes_restart)
   double overhead_left = 0;
   double progress_seconds = 0;  // at the current ranks
   double attained = 0;
@@ -170,14 +171,15 @@ class Simulation {
       }
       result_.actions.push_back({t, i, a.ranks, s.ranks, probe, s.remaining, a.reason});
       JobOutcome& o = result_.jobs[i];
-      const double cost = prices_.jobs[i].preemption.total();
+      const PreemptionCost& cost = prices_.jobs[i].preemption;
       if (s.ranks > 0) {
         close_segment(i, t);
         ++o.preemptions;
-        s.overhead_left = a.ranks > 0 ? cost : 0;
+        s.overhead_left = a.ranks > 0 ? cost.total() : 0;
         s.owes_restart = a.ranks == 0;
+        s.stopped_at = t;
       } else {
-        if (s.owes_restart) s.overhead_left = cost;
+        if (s.owes_restart) s.overhead_left = cost.after_waiting(t - s.stopped_at);
         s.owes_restart = false;
         if (o.start < 0) {
           o.start = t;

@@ -93,6 +93,23 @@ TEST(Srtf, AShortArrivalPreemptsTheLongJobWhichPaysItsPreemption) {
   EXPECT_EQ(f.preemptions, 0);
 }
 
+TEST(Srtf, TheRequeueWaitRunsFromTheStopSoAJobThatWaitedLongerPaysOnlyItsRestart) {
+  // L's preemption: checkpoint write 4 s + requeue wait 26 s on the clock from the stop, then a
+  // restart of 5 s at every start. S1 (10 s) preempts L at 100; L restarts at 110 having waited
+  // 10 s: it pays 5 + (4 + 26 - 10) = 25 s and ends 110 + 25 + 900 = 1035.
+  HandQueue q = hand_queue({{"L", 0, 2, {1000}}, {"S1", 100, 2, {10}}});
+  q.prices.jobs[0].preemption.write = 4;
+  q.prices.jobs[0].preemption.requeue = 26;
+  q.prices.jobs[0].preemption.restart = 5;
+  const ScheduleResult soon = run_policy(q, "srtf", 2);
+  EXPECT_NEAR(outcome(q, soon, "L").end, 1035, 1e-9);
+  EXPECT_NEAR(outcome(q, soon, "L").segments[1].overhead, 25, 1e-9);
+  // A 100 s job instead: L waits 100 s, more than the write and the requeue, and pays 5 s.
+  q.prices.jobs[1] = dtrain::schedule::hand_price(2, {100}, 0);
+  const ScheduleResult late = run_policy(q, "srtf", 2);
+  EXPECT_NEAR(outcome(q, late, "L").end, 200 + 5 + 900, 1e-9);
+}
+
 TEST(Tiresias, DemotionAfterTheThresholdThenFirstInFirstOutWithinTheQueue) {
   // Threshold 100 rank-seconds, both jobs on 2 ranks, preemption 20 s.
   //   0-50    A runs (queue 0) and reaches 100 rank-s at 50 s: demoted;

@@ -9,12 +9,15 @@ Every job trains the same small run; its last checkpoint must equal, byte for by
 - requeued by `scontrol requeue`;
 - warned by USR1 (as `--signal=B:USR1@N` warns before the time limit): it stops, requeues
   itself and resumes;
-- two jobs time-sliced by gang scheduling (suspended and resumed every 10 s).
+- two jobs time-sliced by gang scheduling (suspended and resumed every 10 s);
+- a queue of two jobs run by `dtrain schedule --submit` under fifo: the second starts when the
+  first ends, and each ends with the parameters its plain `mpirun` run gives.
 Rank 0 sleeps through most of each step (--slow-rank 0 --slow-factor 6), so jobs last long enough
 to be interrupted while leaving the CPUs to the rest of the suite.
 
 Usage: slurm_test.py DTRAIN_BINARY REPO_ROOT. Skips (status 77) where Slurm is not installed.
 """
+import json
 import os
 import pathlib
 import shutil
@@ -159,6 +162,31 @@ class SlurmTest(unittest.TestCase):
         self.assertTrue(suspended, "gang scheduling never suspended either job")
         self.assert_same_as_plain_mpirun(a)
         self.assert_same_as_plain_mpirun(b)
+
+    def test_dtrain_schedule_submit_runs_a_queue_in_policy_order_exactly(self):
+        work = ROOT / "queue"
+        trace = ROOT / "queue.csv"
+        trace.write_text("name,model,dataset,epochs,batch,min_ranks,max_ranks,submit_time,priority\n"
+                         "first,mlp,fashion-mnist,2,64,2,2,0,0\n"
+                         "second,mlp,fashion-mnist,1,64,2,2,1,0\n")
+        out = run([DTRAIN, "schedule", "--trace", trace, "--nodes", "1", "--ranks-per-node", "2", "--profile",
+                   "2xskylake-sp-upi", "--policy", "fifo", "--json", "--submit", "--work-dir", work,
+                   "--job-script", JOB], timeout=300)
+        jobs = {j["name"]: j for j in json.loads(out.stdout)["policies"][0]["jobs"]}
+        self.assertEqual(set(jobs), {"first", "second"})
+        # fifo on 2 ranks: the second job waits for the first; both ran on the 2 ranks they asked.
+        self.assertGreaterEqual(jobs["second"]["start_s"], jobs["first"]["end_s"] - 1.0)
+        for name, job in jobs.items():
+            self.assertGreater(job["jct_s"], 0, name)
+            self.assertEqual({g["ranks"] for g in job["segments"]}, {2}, name)
+        for name, epochs in (("first", 2), ("second", 1)):
+            plain = ROOT / f"queue-plain-{name}"
+            run([*MPIRUN, "-np", "2", DTRAIN, "train", "--model", "mlp", "--dataset", "fashion-mnist", "--epochs",
+                 epochs, "--batch", "64", "--threads", "1", "--checkpoint-dir", plain, "--log", ""], timeout=300)
+            final = max((work / name).glob("ckpt-*.safetensors"))
+            self.assertEqual(final.name, max(plain.glob("ckpt-*.safetensors")).name, name)
+            self.assertEqual(final.read_bytes(), (plain / final.name).read_bytes(),
+                             f"{name}: the scheduled job's parameters differ from plain mpirun's")
 
 
 if __name__ == "__main__":
