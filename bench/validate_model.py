@@ -114,14 +114,16 @@ def build_grid(a):
     grid = []
     for lay in layouts:
         if lay.ranks == 1:
-            rows = [dict(model=m, algorithm="-", dtype="f32", db=False) for m in listed(a.models)]
+            rows = [dict(model=m, algorithm="-", dtype="f32", db=False, precision=a.precision)
+                    for m in listed(a.models)]
         else:
             # shm needs every rank on one host: not across the emulated hosts.
-            rows = [dict(model=m, algorithm=al, dtype=d, db=db) for m, al, d, db in
+            rows = [dict(model=m, algorithm=al, dtype=d, db=db, precision=a.precision) for m, al, d, db in
                     itertools.product(listed(a.models), listed(a.algorithms), listed(a.dtypes), dbs)
                     if al != "shm" or lay.rate is None]
-            rows += ps_rows(a, lay)
-            rows += model_parallel_rows(a, lay)
+            if a.precision == "f32":  # bf16 is priced and measured for data-parallel rows only
+                rows += ps_rows(a, lay)
+                rows += model_parallel_rows(a, lay)
         grid.append((lay, rows))
     return grid
 
@@ -185,7 +187,7 @@ def label(lay, r):
 def calibrate(a, lay, path, models, setting):
     batch, tensor = setting
     cmd = lay.prefix() + [a.dtrain, "calibrate", "--threads", "1", "--batch", str(batch), "--models",
-                          ",".join(models), "-o", path]
+                          ",".join(models), "--precision", a.precision, "-o", path]
     if tensor > 1:
         cmd += ["--tensor-parallel", str(tensor)]
     return bl.run(cmd, env=lay.env)
@@ -216,7 +218,8 @@ def predict(a, profile, lay, row):
                "--json"] + ps_flags(a, row)[1]
         return json.loads(bl.run(cmd))["runs"][-1]["step_s"]
     cmd = [a.dtrain, "predict", "--model", row["model"], "--dataset", DATASET[row["model"]], "--workers",
-           str(lay.ranks), "--batch-per-worker", str(a.batch), "--profile", profile, "--epochs", "1", "--json"]
+           str(lay.ranks), "--batch-per-worker", str(a.batch), "--profile", profile, "--epochs", "1", "--json",
+           "--precision", a.precision]
     if lay.ranks > 1:
         cmd += ["--allreduce", row["algorithm"], "--comm-dtype", row["dtype"], "--bucket-mb", str(a.bucket_mb)]
         if row["db"]:
@@ -284,7 +287,8 @@ def measure(a, lay, row, predicted):
         return measure_ps(a, lay, row, predicted)
     steps = measured_steps(a, predicted)
     cmd = lay.prefix() + [a.dtrain, "bench", "train", "--model", row["model"], "--batch", str(a.batch),
-                          "--threads", "1", "--steps", str(steps), "--warmup", str(max(2, steps // 10))]
+                          "--threads", "1", "--steps", str(steps), "--warmup", str(max(2, steps // 10)),
+                          "--precision", a.precision]
     if row["algorithm"] == "pipeline":
         cmd += ["--pipeline", "2", "--micro-batches", str(row["micro"])]
     elif row["algorithm"] == "tensor":
@@ -470,6 +474,9 @@ def parse_args(argv=None):
                          "all the ranks (tensorparallel/plan.h)")
     ap.add_argument("--db", choices=["no", "yes", "both"], default="both", help="double buffering")
     ap.add_argument("--batch", type=int, default=64, help="samples per rank per step")
+    ap.add_argument("--precision", choices=["f32", "bf16"], default="f32",
+                    help="the convolutions' and linear layers' arithmetic: calibrated (dtrain calibrate --precision), "
+                         "predicted and measured in it; bf16 grids have the data-parallel rows only")
     ap.add_argument("--bucket-mb", type=float, default=1.0)
     ap.add_argument("--seconds", type=float, default=2.0, help="measured seconds per row, roughly")
     # A step's time drifts over a few steps (ResNet-20 on 4 ranks of the 2 cores, 195 steps of 489-764 ms: the

@@ -49,9 +49,11 @@ if [ "$which" != tsan ]; then
   # runs under the threads transport in sync_batch_norm_test), the pipeline CLI runs (their
   # code runs in pipeline_mpi_np*), and calibrate_mpi_time_shared (two ranks taking turns on one
   # CPU, 51 s instrumented: the same calibration code as calibrate_mpi_same_host, with the
-  # unsynchronised blocks whose arithmetic calibration_test's Turns* cases check).
+  # unsynchronised blocks whose arithmetic calibration_test's Turns* cases check), and the Slurm
+  # runs (slurm_start, slurm: minutes of waiting on the cluster for the training code the other
+  # runs check; the stop-signal path runs in resume_test's signal cases).
   ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" ctest --preset asan -j2 -L mpi \
-    -E 'comm_mpi_np[5-8]|mpi_loss_curve_(tree|butterfly|onetoall|mpi)|netns_loss_curve|calibrate_netns|calibrate_mpi_time_shared|ps_faults|mpi_sync_bn|mpi_pipeline_' "$@"
+    -E 'comm_mpi_np[5-8]|mpi_loss_curve_(tree|butterfly|onetoall|mpi)|netns_loss_curve|calibrate_netns|calibrate_mpi_time_shared|ps_faults|mpi_sync_bn|mpi_pipeline_|^slurm' "$@"
 fi
 
 if [ "$which" != asan ]; then

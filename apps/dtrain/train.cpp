@@ -234,7 +234,7 @@ int run_train(TrainOptions o) {
       pipe ? std::nullopt
            : perf::plan_for_train(o.profile, *model, sample, o.model, workers, o.batch, dp, o.allreduce == "auto",
                                   auto_bucket, group.active() ? group.comm->options().chunk_bytes : 0, ps_shape,
-                                  worker_speeds(slowdown, workers));
+                                  worker_speeds(slowdown, workers), o.precision);
   if (plan && group.active() && !ps) {
     o.allreduce = comm::algorithm_name(dp.algorithm);
     o.bucket_mb = static_cast<double>(dp.bucket_bytes) / (1 << 20);

@@ -10,7 +10,7 @@ std::optional<TrainingPlan> plan_for_train(const std::string& profile_spec, Modu
                                            const std::string& model_name, int workers, std::int64_t batch,
                                            DataParallelConfig& dp, bool auto_algorithm, bool auto_bucket,
                                            std::size_t chunk_bytes, const std::optional<ParameterServerShape>& ps,
-                                           const WorkerSpeeds& slowdown) {
+                                           const WorkerSpeeds& slowdown, const std::string& precision) {
   if (profile_spec.empty()) return std::nullopt;
   RunConfig c;
   if (ps) {
@@ -30,8 +30,8 @@ std::optional<TrainingPlan> plan_for_train(const std::string& profile_spec, Modu
   c.sync_batch_norm = dp.sync_batch_norm;
   c.chunk_bytes = chunk_bytes;
   const bool many = workers > 1 && !ps;
-  TrainingPlan plan =
-      plan_training(profile_spec, model, sample_shape, model_name, c, auto_algorithm && many, auto_bucket && many);
+  TrainingPlan plan = plan_training(profile_spec, model, sample_shape, model_name, c, auto_algorithm && many,
+                                    auto_bucket && many, precision);
   dp.algorithm = plan.config.algorithm;
   dp.bucket_bytes = plan.config.bucket_bytes;
   return plan;

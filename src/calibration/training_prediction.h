@@ -33,13 +33,13 @@ struct ParameterServerShape {
 // workers training with `dp` (exchanging through parameter servers when `ps` is given, and
 // slowed on purpose as `slowdown` says), choosing the algorithm when auto_algorithm and the
 // bucket size when auto_bucket (allreduce with more than one worker), and writing the choice
-// back into `dp`.
+// back into `dp`; the matrix layers priced in `precision` (training_plan.h).
 std::optional<TrainingPlan> plan_for_train(const std::string& profile_spec, Module& model, const Shape& sample_shape,
                                            const std::string& model_name, int workers, std::int64_t batch,
                                            DataParallelConfig& dp, bool auto_algorithm, bool auto_bucket,
                                            std::size_t chunk_bytes = 0,
                                            const std::optional<ParameterServerShape>& ps = std::nullopt,
-                                           const WorkerSpeeds& slowdown = {});
+                                           const WorkerSpeeds& slowdown = {}, const std::string& precision = "f32");
 
 class PredictionReport : public Extension {
  public:

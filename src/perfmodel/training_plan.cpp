@@ -64,10 +64,12 @@ nlohmann::json TrainingPlan::log_fields() const {
 }
 
 TrainingPlan plan_training(const std::string& profile_spec, Module& model, const Shape& sample_shape,
-                           const std::string& model_name, RunConfig config, bool choose_algorithm, bool choose_bucket) {
+                           const std::string& model_name, RunConfig config, bool choose_algorithm, bool choose_bucket,
+                           const std::string& precision) {
   TrainingPlan plan;
   plan.profile_spec = profile_spec;
   plan.profile = load_profile(profile_spec);
+  plan.profile.device = at_precision(plan.profile.device, plan.profile.name, precision);
   const Workload w = describe_model(model, sample_shape, model_name);
   config.disk_bytes_per_sample = 0;
   if (choose_algorithm || choose_bucket) {

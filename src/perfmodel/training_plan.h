@@ -33,8 +33,11 @@ struct TrainingPlan {
 
 // Loads the profile, describes the model and predicts; chooses the algorithm when
 // choose_algorithm and the bucket size when choose_bucket. Data come from memory (the loader of
-// dtrain train holds the dataset in RAM), so no disk bytes are charged.
+// dtrain train holds the dataset in RAM), so no disk bytes are charged. `precision`: the matrix
+// layers' arithmetic, priced at the profile's rates for it (profile.h: at_precision; InputError
+// naming the missing field where the profile has none).
 TrainingPlan plan_training(const std::string& profile_spec, Module& model, const Shape& sample_shape,
-                           const std::string& model_name, RunConfig config, bool choose_algorithm, bool choose_bucket);
+                           const std::string& model_name, RunConfig config, bool choose_algorithm, bool choose_bucket,
+                           const std::string& precision = "f32");
 
 }  // namespace dtrain::perf

@@ -28,5 +28,26 @@ TEST(TrainingPrediction, WritesTheChoiceBackAndLogsIt) {
   EXPECT_FALSE(plan_for_train("", *model, Shape{1, 28, 28}, "mlp", 4, 32, dp, true, true).has_value());
 }
 
+TEST(TrainingPrediction, PricesTheMatrixLayersInTheRunsPrecision) {
+  Rng rng(0);
+  auto model = make_model("lenet", ModelInput{}, rng);
+  DataParallelConfig dp;
+  const auto f32 = plan_for_train("a100", *model, Shape{1, 28, 28}, "lenet", 1, 256, dp, false, false);
+  const auto bf16 =
+      plan_for_train("a100", *model, Shape{1, 28, 28}, "lenet", 1, 256, dp, false, false, 0, std::nullopt, {}, "bf16");
+  ASSERT_TRUE(f32 && bf16);
+  // The A100's bf16 tensor cores are 16x its f32 rate: the step's compute falls, the update (f32
+  // master weights) does not.
+  EXPECT_LT(bf16->prediction.phases.forward, 0.5 * f32->prediction.phases.forward);
+  EXPECT_DOUBLE_EQ(bf16->prediction.phases.update, f32->prediction.phases.update);
+  try {
+    (void)plan_for_train("skylake-sp", *model, Shape{1, 28, 28}, "lenet", 1, 64, dp, false, false, 0, std::nullopt, {},
+                         "bf16");
+    FAIL() << "a profile without bf16 rates priced a bf16 run";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("device.precisions.bf16"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace dtrain::perf
