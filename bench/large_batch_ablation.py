@@ -23,7 +23,8 @@ Rows for each large batch B:
   best+pop     the same with --bn-stats population:32 (32 x 128 = 4096 samples after each epoch)
 and a second seed for the baseline and for the best recipe at each batch; at 30 epochs, the
 baseline and the best recipe at 8192. The whole table takes hours here: every finished row is
-kept in --out (one JSONL log per row) and a rerun continues where it stopped.
+kept in --out (one JSONL log per row) and a rerun continues where it stopped, inside a row too
+(each row checkpoints; `kill -TERM` of its ranks stops it at the next step with a checkpoint).
 
     bench/large_batch_ablation.py                   # run what is missing, then print the table
     bench/large_batch_ablation.py --batches 2048    # only the 2048 rows (and the baseline)
@@ -33,6 +34,7 @@ kept in --out (one JSONL log per row) and a rerun continues where it stopped.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -44,6 +46,7 @@ RANKS = 2
 TRAIN_SAMPLES = 60000
 COMMON = ["--model", "resnet20", "--threads", "1", "--weight-decay", "1e-4", "--progress", "none"]
 RECIPES = ["linear", "rmsprop", "lars", "lamb"]
+STOPPED = 75  # dtrain's exit status after a stop signal (src/train/stop_signal.h)
 
 
 def recipe_flags(recipe, batch):
@@ -100,15 +103,38 @@ def finished(path, epochs):
     return len(epochs_done) >= epochs or diverged(path) is not None
 
 
+def append_new_epochs(path, part):
+    """The epoch records of a resumed run's log `part` that `path` lacks, appended to it."""
+    done = max((r["epoch"] for r in log_records(path) if r.get("type") == "epoch"), default=0)
+    with open(path, "a") as f:
+        for r in log_records(part):
+            if r.get("type") == "epoch" and r["epoch"] > done:
+                f.write(json.dumps(r) + "\n")
+    os.remove(part)
+
+
 def run_row(a, batch, recipe, seed, epochs, bn="running"):
+    """Runs one row to its end. Each row checkpoints every epoch (and on SIGTERM or SIGUSR1, at the
+    step it is at) into ROW.ckpt: a row stopped or killed part way continues from there when the
+    script runs again, exactly, its log continued."""
     path = os.path.join(a.out, row_name(batch, recipe, seed, epochs, bn) + ".jsonl")
     if finished(path, epochs):
         return path
+    ckpt = path[:-len(".jsonl")] + ".ckpt"
+    resume = os.path.isdir(ckpt) and any(f.endswith(".safetensors") for f in os.listdir(ckpt))
+    log = path + ".part" if resume else path
     mpirun, split = launch(batch)
     cmd = mpirun + [a.dtrain, "train", *COMMON, *split, *recipe_flags(recipe, batch), "--epochs", str(epochs),
-                    "--seed", str(seed), "--bn-stats", bn, "--log", path]
+                    "--seed", str(seed), "--bn-stats", bn, "--checkpoint-dir", ckpt, "--keep", "1", "--log", log]
+    cmd += ["--resume"] if resume else []
     print("running", " ".join(cmd[len(mpirun):]), flush=True)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=6 * 3600)
+    if resume and os.path.exists(log):
+        append_new_epochs(path, log)
+    if p.returncode == STOPPED:
+        sys.exit(f"stopped by a signal with a checkpoint in {ckpt}: run the script again to continue")
+    if p.returncode == 0:
+        shutil.rmtree(ckpt, ignore_errors=True)
     if p.returncode != 0:
         out = p.stdout + p.stderr
         if "the loss became" not in out:

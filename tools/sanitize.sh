@@ -45,7 +45,8 @@ if [ "$which" != tsan ]; then
   # the two-host calibration also checks the shaped link's burst it measures against the one set,
   # which an instrumented build under load measured at 115 KiB of 256 once, passing on reruns), and
   # ps_faults (processes stopped and killed from outside: the code it reaches is ps_cli's and the
-  # unit tests' timeouts), and mpi_sync_bn (three ResNet-20 runs; synchronized batch norm's code
+  # unit tests' timeouts) and ps_stop (signals from outside, timed against the log; the stop path
+  # runs in stop_agreement_test and resume_test), and mpi_sync_bn (three ResNet-20 runs; synchronized batch norm's code
   # runs under the threads transport in sync_batch_norm_test), the pipeline CLI runs (their
   # code runs in pipeline_mpi_np*), and calibrate_mpi_time_shared (two ranks taking turns on one
   # CPU, 51 s instrumented: the same calibration code as calibrate_mpi_same_host, with the
@@ -53,7 +54,7 @@ if [ "$which" != tsan ]; then
   # runs (slurm_start, slurm: minutes of waiting on the cluster for the training code the other
   # runs check; the stop-signal path runs in resume_test's signal cases).
   ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" ctest --preset asan -j2 -L mpi \
-    -E 'comm_mpi_np[5-8]|mpi_loss_curve_(tree|butterfly|onetoall|mpi)|netns_loss_curve|calibrate_netns|calibrate_mpi_time_shared|ps_faults|mpi_sync_bn|mpi_pipeline_|^slurm' "$@"
+    -E 'comm_mpi_np[5-8]|mpi_loss_curve_(tree|butterfly|onetoall|mpi)|netns_loss_curve|calibrate_netns|calibrate_mpi_time_shared|ps_faults|ps_stop|mpi_sync_bn|mpi_pipeline_|^slurm' "$@"
 fi
 
 if [ "$which" != asan ]; then

@@ -32,41 +32,56 @@ bool resume_if_requeued(CheckpointFlags& flags) {
   return true;
 }
 
+namespace {
+
+// Every rank of the process group as a checkpoint group (its collectives on the group's thread).
+CheckpointGroup whole_group(ProcessGroup& group) {
+  CheckpointGroup g;
+  g.rank = group.rank;
+  g.size = group.size;
+  if (group.active()) {
+    g.allgather = [&group](void* all, std::size_t bytes_per_rank) {
+      group.worker->run([&](comm::Communicator& c) { c.allgather(all, bytes_per_rank); });
+    };
+    g.broadcast = [&group](void* data, std::size_t bytes) {
+      group.worker->run([&](comm::Communicator& c) { c.broadcast(data, bytes, 0); });
+    };
+  }
+  return g;
+}
+
+// Preemption-safe: a stop signal ends the run at a step boundary with a checkpoint.
+void stop_on_signals(CheckpointerOptions& o, bool double_buffering, std::function<int(int)> agree_stop) {
+  install_stop_signals();
+  o.stop_signal = stop_signal_received;
+  o.stop_mid_epoch = !double_buffering;
+  o.agree_stop = std::move(agree_stop);
+}
+
+}  // namespace
+
 std::unique_ptr<Checkpointer> make_checkpointer(const CheckpointFlags& f, Module& model, Optimizer& optimizer,
                                                 ProcessGroup& group, nlohmann::json config,
                                                 std::int64_t iterations_per_epoch, bool double_buffering, bool solo,
-                                                std::function<void()> before_save) {
+                                                std::function<void()> before_save, std::function<int(int)> agree_stop) {
   std::optional<CheckpointerOptions> options =
       checkpointer_options(f, std::move(config), iterations_per_epoch, double_buffering);
   if (!options) return nullptr;
   CheckpointerOptions& o = *options;
-  o.group.rank = solo ? 0 : group.rank;
-  o.group.size = solo ? 1 : group.size;
+  if (!solo) o.group = whole_group(group);
   o.before_save = std::move(before_save);
-  if (group.active() && !solo) {
-    o.group.allgather = [&group](void* all, std::size_t bytes_per_rank) {
-      group.worker->run([&](comm::Communicator& c) { c.allgather(all, bytes_per_rank); });
-    };
-    o.group.broadcast = [&group](void* data, std::size_t bytes) {
-      group.worker->run([&](comm::Communicator& c) { c.broadcast(data, bytes, 0); });
-    };
-  }
   if (group.rank == 0) o.note = [](const std::string& text) { fmt::print("checkpoint: {}\n", text); };
-  if (!solo) {
-    // Preemption-safe: a stop signal ends the run at a step boundary with a checkpoint
-    // (parameter-server workers and pipeline stages checkpoint on their schedule only).
-    install_stop_signals();
-    o.stop_signal = stop_signal_received;
-    o.stop_mid_epoch = !double_buffering;
-  }
+  stop_on_signals(o, double_buffering, std::move(agree_stop));
   return std::make_unique<Checkpointer>(std::move(o), model, optimizer);
 }
 
 std::unique_ptr<Checkpointer> make_stage_checkpointer(const CheckpointFlags& f, Module& stage, Optimizer& optimizer,
                                                       int stage_index, CheckpointGroup replicas, bool print_notes,
-                                                      nlohmann::json config, std::int64_t iterations_per_epoch) {
+                                                      nlohmann::json config, std::int64_t iterations_per_epoch,
+                                                      ProcessGroup& world) {
   std::optional<CheckpointerOptions> options = checkpointer_options(f, std::move(config), iterations_per_epoch, false);
   if (!options) return nullptr;
+  stop_on_signals(*options, false, [all = whole_group(world)](int mine) { return largest_over(all, mine); });
   options->dir = (std::filesystem::path(f.dir) / fmt::format("stage-{}", stage_index)).string();
   options->group = std::move(replicas);
   if (print_notes) {

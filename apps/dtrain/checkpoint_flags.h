@@ -27,16 +27,18 @@ void add_checkpoint_flags(CLI::App& command, CheckpointFlags& flags);
 // run with --resume: true when that turned --resume on.
 bool resume_if_requeued(CheckpointFlags& flags);
 
-// nullptr without --checkpoint-dir. Unless `solo`, it also makes the run preemption-safe
-// (train/stop_signal.h): SIGTERM, SIGUSR1 or SIGUSR2 end it at the next step boundary (the next
-// epoch's end with double buffering) with a checkpoint. Checks the flags (a step schedule cannot be combined with
-// double buffering, whose in-flight gradients a checkpoint does not hold). Rank 0 prints notes.
+// nullptr without --checkpoint-dir. It also makes the run preemption-safe (train/stop_signal.h):
+// SIGTERM, SIGUSR1 or SIGUSR2 end it at the next step boundary (the next epoch's end with double
+// buffering) with a checkpoint. Checks the flags (a step schedule cannot be combined with double
+// buffering, whose in-flight gradients a checkpoint does not hold). Rank 0 prints notes.
 // `solo`: this rank checkpoints alone, without collectives (parameter-server worker 0, whose
-// model and optimizer `before_save` fills from the servers).
+// model and optimizer `before_save` fills from the servers); `agree_stop` is then how it agrees
+// on a stop with the ranks that stop with it (CheckpointerOptions::agree_stop; empty: alone).
 std::unique_ptr<Checkpointer> make_checkpointer(const CheckpointFlags& flags, Module& model, Optimizer& optimizer,
                                                 ProcessGroup& group, nlohmann::json config,
                                                 std::int64_t iterations_per_epoch, bool double_buffering,
-                                                bool solo = false, std::function<void()> before_save = {});
+                                                bool solo = false, std::function<void()> before_save = {},
+                                                std::function<int(int)> agree_stop = {});
 
 // The options every checkpointer of a run shares (directory, schedule, keep, configuration);
 // nullopt without --checkpoint-dir. The group, notes and before_save are the caller's.
@@ -46,9 +48,11 @@ std::optional<CheckpointerOptions> checkpointer_options(const CheckpointFlags& f
 // A pipeline stage's checkpointer (parallel/pipeline_updater.h): its stage's parameters, batch-
 // norm statistics and optimizer state in DIR/stage-S, written by replica 0 of the stage, read on
 // resume by replica 0 and sent to the others (`replicas`: the stage's replicas as a checkpoint
-// group). nullptr without --checkpoint-dir.
+// group). nullptr without --checkpoint-dir. Preemption-safe as make_checkpointer's: every rank
+// of `world` (all stages) agrees on a stop, so every stage checkpoints the same step.
 std::unique_ptr<Checkpointer> make_stage_checkpointer(const CheckpointFlags& flags, Module& stage, Optimizer& optimizer,
                                                       int stage_index, CheckpointGroup replicas, bool print_notes,
-                                                      nlohmann::json config, std::int64_t iterations_per_epoch);
+                                                      nlohmann::json config, std::int64_t iterations_per_epoch,
+                                                      ProcessGroup& world);
 
 }  // namespace dtrain::cli

@@ -4,7 +4,9 @@
 
 #include "comm/transport.h"
 #include "core/error.h"
+#include "ps/run_stats.h"
 #include "ps/server.h"
+#include "train/stop_signal.h"
 
 namespace dtrain::cli {
 
@@ -124,11 +126,31 @@ GatherStrings gather_worker_strings(ProcessGroup& group, const ps::PsConfig& con
 }
 
 int run_parameter_server(ProcessGroup& group, const ps::PsConfig& config, const OptimizerConfig& optimizer,
-                         std::int64_t parameters) {
+                         std::int64_t parameters, bool stop_safe) {
+  if (stop_safe) install_stop_signals();
   // The communication thread stays idle from here on: the server is the only user of MPI.
   ps::ParameterServer server(group.comm->transport(), config, optimizer, parameters);
   server.run();  // its stats go to worker 0, which prints and logs them
   return 0;
+}
+
+nlohmann::json report_ps_run(const ps::PsUpdater& worker, int workers, std::optional<double> predicted_step) {
+  const auto& stats = worker.worker().server_stats();
+  nlohmann::json record = ps::ps_record(stats, workers);
+  fmt::print("{}", ps::describe_ps_run(stats, workers));
+  if (predicted_step) {
+    // The model's global step against the servers' measured rate.
+    const double predicted = 1.0 / *predicted_step, measured = record["steps_per_second"].get<double>();
+    record["predicted_steps_per_second"] = predicted;
+    fmt::print("global steps/s: predicted {:.2f}, measured {:.2f}: {:+.1f}%\n", predicted, measured,
+               measured > 0 ? 100 * (predicted - measured) / measured : 0.0);
+  }
+  return record;
+}
+
+std::function<int(int)> ps_stop_agreement(const ps::PsConfig& config, ps::PsUpdater* const& worker) {
+  if (config.sync != ps::SyncMode::kBsp) return [](int mine) { return mine; };
+  return [&worker](int mine) { return worker->agree_stop(mine); };
 }
 
 }  // namespace dtrain::cli

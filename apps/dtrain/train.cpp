@@ -23,9 +23,9 @@
 #include "optim/schedule.h"
 #include "parallel/data_parallel.h"
 #include "ps/ps_updater.h"
-#include "ps/run_stats.h"
 #include "tensor/kernels/cpu/compute_precision.h"
 #include "train/extensions.h"
+#include "train/stop_extension.h"
 #include "train/stop_signal.h"
 #include "train/trace_recorder.h"
 #include "train/trainer.h"
@@ -243,7 +243,9 @@ int run_train(TrainOptions o) {
   if (group.active()) {
     group.worker->run([&](comm::Communicator& c) { comm::check_agreement(c, agreement_values(o, *model, train)); });
   }
-  if (ps && group.rank >= ps->workers) return run_parameter_server(group, *ps, o.optimizer, model->num_parameters());
+  if (ps && group.rank >= ps->workers) {
+    return run_parameter_server(group, *ps, o.optimizer, model->num_parameters(), !o.checkpoint.dir.empty());
+  }
 
   // A pipeline's replica r reads shard r; its stages read the same.
   const int shard = pipe ? group.rank / o.pipeline.stages : group.rank;
@@ -331,7 +333,8 @@ int run_train(TrainOptions o) {
     std::function<void()> fetch_from_servers;
     if (ps) fetch_from_servers = [&ps_worker] { ps_worker->fetch_server_state(); };
     checkpointer = make_checkpointer(o.checkpoint, *model, *optimizer, group, config, sampler.batches_per_epoch(),
-                                     o.double_buffering, ps.has_value(), std::move(fetch_from_servers));
+                                     o.double_buffering, ps.has_value(), std::move(fetch_from_servers),
+                                     ps ? ps_stop_agreement(*ps, ps_worker) : std::function<int(int)>{});
   }
   std::int64_t ps_start = 0;
   if (ps && checkpointer && o.checkpoint.resume) ps_start = checkpointer->resume();
@@ -350,7 +353,7 @@ int run_train(TrainOptions o) {
     pipeline_stage_module = pipeline::make_stage(*chain, pipe->bounds[s], pipe->bounds[s + 1]);
     checkpointer =
         make_stage_checkpointer(o.checkpoint, *pipeline_stage_module, *optimizer, s, pipeline_stage->checkpoint_group(),
-                                pipeline_stage->replica() == 0, config, sampler.batches_per_epoch());
+                                pipeline_stage->replica() == 0, config, sampler.batches_per_epoch(), group);
     if (!o.profile.empty())
       pipeline_report = make_pipeline_report(o.profile, *pipe, *chain, o.model, o.batch, workers, s, leader);
   } else if (ps) {
@@ -408,6 +411,10 @@ int run_train(TrainOptions o) {
                                                                pipe ? SumAcrossRanks{} : summer));
   }
   if (checkpointer) trainer.add_extension(checkpointer->extension());
+  // The other parameter-server workers stop with worker 0, whose checkpoint holds the servers' state.
+  if (ps && !leader && !o.checkpoint.dir.empty()) {
+    trainer.add_extension(std::make_unique<StopExtension>(ps_stop_agreement(*ps, ps_worker)));
+  }
   if (leader && plan) trainer.add_extension(std::make_unique<perf::PredictionReport>(plan->prediction, true));
   if (pipeline_report) trainer.add_extension(std::move(pipeline_report));
   TraceRecorder* tracer = nullptr;
@@ -442,16 +449,8 @@ int run_train(TrainOptions o) {
   const TrainerState s = trainer.run();
   if (ps_worker != nullptr) ps_worker->finish();  // the servers stop once all workers are; worker 0 gets their stats
   if (ps_worker != nullptr && leader) {
-    const auto& stats = ps_worker->worker().server_stats();
-    nlohmann::json record = ps::ps_record(stats, ps->workers);
-    fmt::print("{}", ps::describe_ps_run(stats, ps->workers));
-    if (plan) {
-      // The model's global step against the servers' measured rate (ps/run_stats.h).
-      const double predicted = 1.0 / plan->prediction.step, measured = record["steps_per_second"].get<double>();
-      record["predicted_steps_per_second"] = predicted;
-      fmt::print("global steps/s: predicted {:.2f}, measured {:.2f}: {:+.1f}%\n", predicted, measured,
-                 measured > 0 ? 100 * (predicted - measured) / measured : 0.0);
-    }
+    const nlohmann::json record =
+        report_ps_run(*ps_worker, ps->workers, plan ? std::optional(plan->prediction.step) : std::nullopt);
     if (log != nullptr) log->write(record);
   }
   if (tracer != nullptr) {

@@ -27,7 +27,7 @@ struct StageTime {
 
 // One action as the clock ran it.
 struct ActionSpan {
-  pipeline::Action action;
+  pipeline::Action action{};
   double start_s = 0, end_s = 0;
 };
 

@@ -33,7 +33,7 @@ struct StageConfig {
 
 // One action as it ran, in seconds from the start of the step.
 struct ActionRecord {
-  Action action;
+  Action action{};
   double start_s = 0, end_s = 0;
 };
 

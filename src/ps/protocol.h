@@ -18,6 +18,8 @@
 //   snapshot server -> worker 0     the answer to a kSnapshot request (for a checkpoint): a
 //                                   StateHeader, the shard's weights and every state slot (f32)
 //   start    worker 0 -> worker     on resume: the global step the run continues from (int64)
+//   stop     worker <-> worker 0    BSP with --checkpoint-dir, between steps: each worker's stop
+//                                   signal (int32, 0: none) to worker 0, the largest back
 //   stats    server -> worker 0     after every worker is done: StatsHeader, then the server's
 //                                   ps/run_stats.h as JSON text; while worker 0 is done and others
 //                                   still train, a StatsHeader of 0 bytes every timeout / 3 keeps
@@ -91,6 +93,7 @@ inline constexpr int kTagSnapshot = 20006;
 inline constexpr int kTagStart = 20007;
 inline constexpr int kTagAlive = 20008;
 inline constexpr int kTagTrace = 20009;
+inline constexpr int kTagStop = 20010;
 
 struct PushHeader {
   std::int64_t clock = 0;  // the clock of the weights the gradient was computed from

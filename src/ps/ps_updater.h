@@ -53,6 +53,8 @@ class PsUpdater : public StandardUpdater {
   void fetch_server_state();
   // On resume: worker 0's step to continue from, shared with every worker (PsWorker).
   std::int64_t share_start_step(std::int64_t start) { return worker_->share_start_step(start); }
+  // BSP preemption: the stop signal every worker agrees on (PsWorker::agree_stop).
+  int agree_stop(int mine) { return worker_->agree_stop(mine); }
   const PsWorker& worker() const { return *worker_; }
   // A trace's view of each push and pull (train/trace_hooks.h); null: none.
   void set_observer(UpdateObserver* observer) { observer_ = observer; }

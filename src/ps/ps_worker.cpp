@@ -171,19 +171,36 @@ void PsWorker::snapshot(std::span<float* const> params, OptimizerShards& state) 
   }
 }
 
+void PsWorker::send_to_other_workers(const void* value, std::size_t bytes, int tag, std::string_view what) {
+  for (int w = 1; w < config_.workers; ++w) pending_.push_back(transport_.isend(value, bytes, w, tag));
+  transport_.waitall(pending_, deadline(), what);
+  pending_.clear();
+}
+
 std::int64_t PsWorker::share_start_step(std::int64_t start) {
   if (transport_.rank() == 0) {
-    std::vector<std::int64_t> copies(static_cast<std::size_t>(config_.workers), start);
-    for (int w = 1; w < config_.workers; ++w) {
-      pending_.push_back(transport_.isend(&copies[static_cast<std::size_t>(w)], sizeof start, w, kTagStart));
-    }
-    transport_.waitall(pending_, deadline(), "the resumed step to the other workers");
-    pending_.clear();
+    send_to_other_workers(&start, sizeof start, kTagStart, "the resumed step to the other workers");
     return start;
   }
   std::int64_t received = 0;
   transport_.recv(&received, sizeof received, 0, kTagStart, deadline(), "the resumed step from worker 0");
   return received;
+}
+
+int PsWorker::agree_stop(int mine) {
+  std::int32_t signal = mine;
+  if (transport_.rank() != 0) {
+    transport_.send(&signal, sizeof signal, 0, kTagStop, deadline(), "the stop signal to worker 0");
+    transport_.recv(&signal, sizeof signal, 0, kTagStop, deadline(), "the agreed stop signal from worker 0");
+    return signal;
+  }
+  for (int w = 1; w < config_.workers; ++w) {
+    std::int32_t theirs = 0;
+    transport_.recv(&theirs, sizeof theirs, w, kTagStop, deadline(), "a worker's stop signal");
+    signal = std::max(signal, theirs);
+  }
+  send_to_other_workers(&signal, sizeof signal, kTagStop, "the agreed stop signal to the other workers");
+  return signal;
 }
 
 void PsWorker::push(int k, std::span<const float* const> grads, double lr) {

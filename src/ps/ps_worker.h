@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "comm/transport.h"
@@ -59,6 +60,11 @@ class PsWorker {
   // On resume: worker 0 sends `start` (the global step the run continues from) to every other
   // worker, which receives it; every worker returns it.
   std::int64_t share_start_step(std::int64_t start);
+  // Preemption under BSP (train/stop_extension.h): every worker's stop signal (`mine`, 0: none)
+  // goes to worker 0 and the largest comes back, so that all of them stop after the same clock
+  // and worker 0's checkpoint holds exactly the state they stopped at. Called between steps, by
+  // every worker at the same boundaries.
+  int agree_stop(int mine);
   // Pushes `grads` (one pointer per tensor) for the current clock with learning rate `lr`, then
   // pulls the next clock's weights into `params`: push() of every shard not pushed yet, then
   // pull_next().
@@ -86,6 +92,8 @@ class PsWorker {
   int rank() const { return transport_.rank(); }
 
  private:
+  // Worker 0: `bytes` at `value` to every other worker (one buffer read by every send), waited for.
+  void send_to_other_workers(const void* value, std::size_t bytes, int tag, std::string_view what);
   // Asks server k for the weights of `clock` (into weight_buf_[k]; the request and the receive
   // join pending_).
   void request(int k, std::int64_t clock);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "train/stop_extension.h"
 #include "train/stop_signal.h"
 
 namespace dtrain {
@@ -44,8 +45,7 @@ class CheckpointExtension : public Extension {
     // The last step of an epoch is saved at the epoch's end, after evaluation.
     const bool epoch_end = s.epoch_iteration == s.iterations_per_epoch;
     if (!every.epochs && every.every > 0 && !epoch_end && s.iteration % every.every == 0) c_.save(s, false);
-    if (!c_.options_.stop_signal || epoch_end || !c_.options_.stop_mid_epoch) return;
-    stop_if_signalled(s, false);
+    if (c_.options_.stop_signal && stop_check_after_step(s, c_.options_.stop_mid_epoch)) stop_if_signalled(s, false);
   }
   void on_epoch_end(TrainerState& s) override {
     const CheckpointSchedule& every = c_.options_.schedule;
@@ -53,7 +53,7 @@ class CheckpointExtension : public Extension {
     const bool due = done == s.epochs ||
                      (every.every > 0 && (every.epochs ? done % every.every == 0 : s.iteration % every.every == 0));
     if (due) c_.save(s, true);
-    if (c_.options_.stop_signal && done < s.epochs) stop_if_signalled(s, true);
+    if (c_.options_.stop_signal && stop_check_after_epoch(s)) stop_if_signalled(s, true);
   }
 
  private:
@@ -169,14 +169,17 @@ std::int64_t Checkpointer::resume(std::int64_t at_most) {
   return pos.iteration;
 }
 
-int Checkpointer::agreed_stop_signal() {
-  const CheckpointGroup& g = options_.group;
-  const std::int32_t mine = options_.stop_signal ? options_.stop_signal() : 0;
+int largest_over(const CheckpointGroup& g, int mine) {
   if (g.size <= 1) return mine;
   std::vector<std::int32_t> all(static_cast<std::size_t>(g.size));
   all[static_cast<std::size_t>(g.rank)] = mine;
   g.allgather(all.data(), sizeof(std::int32_t));
   return *std::max_element(all.begin(), all.end());
+}
+
+int Checkpointer::agreed_stop_signal() {
+  const int mine = options_.stop_signal ? options_.stop_signal() : 0;
+  return options_.agree_stop ? options_.agree_stop(mine) : largest_over(options_.group, mine);
 }
 
 void Checkpointer::save(const TrainerState& s, bool epoch_end) {

@@ -49,6 +49,9 @@ struct CheckpointGroup {
   std::function<void(void* data, std::size_t bytes)> broadcast;
 };
 
+// The largest of the group's `mine` (stop signals, 0: none): one allgather of 4 bytes per rank.
+int largest_over(const CheckpointGroup& group, int mine);
+
 struct CheckpointerOptions {
   std::string dir;
   CheckpointSchedule schedule;
@@ -70,6 +73,10 @@ struct CheckpointerOptions {
   // is written at that step and the run stops (TrainerState::stopped_by), except after the last
   // epoch, which ends the run anyway.
   std::function<int()> stop_signal;
+  // How the ranks that must stop together agree: given this rank's signal (0: none), the largest
+  // any of them received. Empty: the checkpoint group agrees (one allgather). A pipeline's stages
+  // agree over the whole world, parameter-server workers through worker 0 (ps/ps_worker.h).
+  std::function<int(int)> agree_stop;
   // False where a step boundary holds state a checkpoint cannot (double buffering's gradients in
   // flight): a stop then waits for the epoch's end.
   bool stop_mid_epoch = true;

@@ -10,12 +10,18 @@ usage: mpi_pipeline_cli_test.py DTRAIN CASE
   checkpoint   a 2-replica, 2-stage run checkpointed per stage and resumed from the newest step both
                stages have equals the uninterrupted run at every step (bit for bit); dtrain export
                joins the stages into the whole model's tensors, named as one process's
+  stop         the same run slowed, SIGUSR1 to one rank of the last stage after a random step: every
+               rank agrees on the stop, each stage checkpoints that step, the run exits 75, and
+               resumed it equals the uninterrupted run at every step
   trace        --trace shows each rank's schedule actions in order, and its waits
   bad_input    ranks not divisible by K, an allreduce a subset of the ranks cannot run, more stages
                than layers, a --split layer the model lacks and micro-batches that do not divide
                the batch each stop at once with the constraint named
 """
-import array, json, os, struct, subprocess, sys, tempfile, time
+import array, json, os, random, signal, struct, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from mpirun_signals import run_and_signal, step_losses  # noqa: E402
 
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 RUN = ["--limit", "640", "--eval-limit", "200", "--threads", "1", "--schedule", "constant", "--lr", "0.02",
@@ -122,6 +128,33 @@ def checkpoint(dtrain):
               f"{acc(resumed)}; exported {len(exported['pipeline'])} tensors under the whole model's names")
 
 
+def stop(dtrain):
+    """2 replicas of a 2-stage mlp slowed to tens of ms a step (so the signal lands mid-run),
+    SIGUSR1 to rank 3 alone (replica 1 of stage 1): all ranks stop after one step, both stages
+    checkpoint it, and the resumed run's losses equal the uninterrupted run's."""
+    flags = ["--model", "mlp", *RUN, "--batch", "16", "--pipeline", "2", "--micro-batches", "4", "--epochs", "2"]
+    with tempfile.TemporaryDirectory() as d:
+        whole, stopped, resumed = (os.path.join(d, n + ".jsonl") for n in ("whole", "stopped", "resumed"))
+        ckpt = os.path.join(d, "ck")
+        rc, out = run(MPIRUN + ["-np", "4", dtrain, "train", *flags, "--log", whole])
+        assert rc == 0, out
+        after = random.randint(3, 30)
+        cmd = MPIRUN + ["-np", "4", dtrain, "train", *flags, "--checkpoint-dir", ckpt, "--slow-rank", "1",
+                        "--slow-factor", "30"]
+        rc, out, at = run_and_signal(cmd + ["--log", stopped], stopped, after, [(3, signal.SIGUSR1)])
+        assert rc == 75 and "stopping on SIGUSR1" in out, (after, rc, out)
+        done = len(step_losses(stopped))
+        for stage in ("stage-0", "stage-1"):
+            names = os.listdir(os.path.join(ckpt, stage))
+            assert f"ckpt-{done:012d}.safetensors" in names, (stage, done, names)
+        rc, out = run(cmd + ["--resume", "--log", resumed])
+        assert rc == 0, out
+        a, b = step_losses(whole), step_losses(resumed)
+        assert min(b) == done and len(b) == 40 - done, (done, sorted(b))
+        assert all(a[i] == loss for i, loss in b.items()), [(a[i], loss) for i, loss in b.items()]
+        print(f"stopped by SIGUSR1 to rank 3 after step {done} (signalled at {at}); resumed bit-identical")
+
+
 def trace(dtrain):
     """--trace of a 2-stage 1F1B run: each rank's lane of schedule actions holds its forwards and
     backwards in the schedule's order and its waits, inside the window of steps asked for."""
@@ -175,4 +208,4 @@ def bad_input(dtrain):
 
 if __name__ == "__main__":
     dtrain, case = sys.argv[1], sys.argv[2]
-    {"loss_curve": loss_curve, "checkpoint": checkpoint, "trace": trace, "bad_input": bad_input}[case](dtrain)
+    {"loss_curve": loss_curve, "checkpoint": checkpoint, "stop": stop, "trace": trace, "bad_input": bad_input}[case](dtrain)

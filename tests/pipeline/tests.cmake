@@ -15,7 +15,7 @@ if(DTRAIN_MPI)
 endif()
 if(DTRAIN_MPI AND EXISTS "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")
   find_package(Python3 COMPONENTS Interpreter REQUIRED)
-  foreach(case loss_curve checkpoint trace bad_input)
+  foreach(case loss_curve checkpoint stop trace bad_input)
     add_test(NAME mpi_pipeline_${case}
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/mpi_pipeline_cli_test.py
                      $<TARGET_FILE:dtrain_cli> ${case})

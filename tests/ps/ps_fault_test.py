@@ -11,26 +11,20 @@ usage: ps_fault_test.py DTRAIN
 """
 import os, signal, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from mpirun_signals import rank_pids  # noqa: E402
+
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
 TIMEOUT = 5  # dtrain's --timeout, seconds
 
 
 def rank_pid(mpirun_pid, rank, deadline=60):
-    """The pid of MPI rank `rank` among the descendants of mpirun (from its environment)."""
+    """The pid of MPI rank `rank` among the children of mpirun, once it has started."""
     end = time.time() + deadline
     while time.time() < end:
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                with open(f"/proc/{pid}/environ", "rb") as f:
-                    env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-                with open(f"/proc/{pid}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError):
-                continue
-            if env.get(b"OMPI_COMM_WORLD_RANK") == str(rank).encode() and ppid == mpirun_pid:
-                return int(pid)
+        pid = rank_pids(mpirun_pid).get(rank)
+        if pid is not None:
+            return pid
         time.sleep(0.2)
     raise AssertionError(f"no process of rank {rank} under mpirun {mpirun_pid}")
 

@@ -31,9 +31,12 @@ if(DTRAIN_MPI AND EXISTS "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-uby
   set_tests_properties(ps_faults PROPERTIES LABELS "ps;mpi" TIMEOUT 300 RUN_SERIAL TRUE)
 endif()
 
-# Checkpoints of parameter-server runs: BSP resumed bitwise equal to a straight run, ASP resumed.
+# Checkpoints of parameter-server runs: BSP resumed bitwise equal to a straight run, ASP resumed;
+# a BSP run stopped by SIGTERM to every rank resumes bitwise equal too (ps_stop).
 if(DTRAIN_MPI AND EXISTS "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz")
   add_test(NAME ps_checkpoint COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ps_checkpoint_test.py
-                                      $<TARGET_FILE:dtrain_cli>)
-  set_tests_properties(ps_checkpoint PROPERTIES LABELS "ps;mpi" TIMEOUT 300 RUN_SERIAL TRUE)
+                                      $<TARGET_FILE:dtrain_cli> resume)
+  add_test(NAME ps_stop COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ps_checkpoint_test.py
+                                $<TARGET_FILE:dtrain_cli> stop)
+  set_tests_properties(ps_checkpoint ps_stop PROPERTIES LABELS "ps;mpi" TIMEOUT 300 RUN_SERIAL TRUE)
 endif()
