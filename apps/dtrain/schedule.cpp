@@ -31,7 +31,8 @@ struct ScheduleOptions {
   std::string trace;
   std::string cluster_file;
   schedule::Cluster cluster;
-  bool nodes_given = false, ranks_given = false, profile_given = false;
+  bool nodes_given = false, ranks_given = false, profile_given = false, preempt_given = false, suspend_given = false;
+  std::string preempt = "requeue";
   std::string policy = "all";
   std::string detail = "model";  // the schedule shown in full under --policy all
   double slice = 600;
@@ -81,6 +82,8 @@ schedule::Cluster cluster_of(const ScheduleOptions& o) {
   if (o.nodes_given) c.nodes = o.cluster.nodes;
   if (o.ranks_given) c.ranks_per_node = o.cluster.ranks_per_node;
   if (o.profile_given) c.profile = o.cluster.profile;
+  if (o.preempt_given) c.preempt_by = schedule::parse_preempt_by(o.preempt);
+  if (o.suspend_given) c.suspend_seconds = o.cluster.suspend_seconds;
   return c;
 }
 
@@ -139,9 +142,11 @@ ScheduleStudy study(const ScheduleOptions& o) {
     std::error_code error;
     slurm.dtrain = std::filesystem::read_symlink("/proc/self/exe", error).string();
     slurm.work_dir = std::filesystem::absolute(slurm.work_dir).string();
+    // Each decision and change as it happens: on stderr under --json, which keeps stdout for the JSON.
     const auto note = [&o](const std::string& line) {
-      if (!o.json) fmt::print("{}\n", line);
-      std::fflush(stdout);
+      std::FILE* to = o.json ? stderr : stdout;
+      fmt::print(to, "{}\n", line);
+      std::fflush(to);
     };
     s.results.push_back(schedule::run_on_slurm(s.jobs, s.prices, s.cluster.ranks(), *policy, slurm, note));
   }
@@ -167,19 +172,24 @@ std::string describe_study(const ScheduleStudy& s, const ScheduleOptions& o) {
     tiresias = tiresias || j.samples > 0;
   }
   const schedule::PreemptionCost& p = s.prices.jobs.front().preemption;
+  const std::string suspension = p.suspends
+                                     ? fmt::format("a stop suspends the job and costs {} on the same ranks; a resize: ",
+                                                   perf::format_seconds(p.suspend))
+                                     : "";
   return fmt::format(
       "cluster: {} nodes x {} ranks = {} ranks; profile {}\n"
-      "preemption: checkpoint write at {:.2g} GB/s + requeue {} + restart {} + resume at {:.2g} GB/s ({} for job {})\n"
+      "preemption: {}checkpoint write at {:.2g} GB/s + requeue {} + restart {} + resume at {:.2g} GB/s ({} for job "
+      "{})\n"
       "trace {}: {} jobs ({} format) submitted over {}; the model priced every job at every rank count it may run on "
       "in {:.1f} s\n"
       "decisions at arrivals, completions and every {}; optimus: {} probe runs of {} each; tiresias queues at {} "
       "rank-s; model: knee {}\n\n",
-      c.nodes, c.ranks_per_node, c.ranks(), perf::describe_profile(s.profile), c.checkpoint_write_bytes_per_s / 1e9,
-      perf::format_seconds(c.requeue_seconds), perf::format_seconds(c.restart_seconds),
-      c.checkpoint_read_bytes_per_s / 1e9, perf::format_seconds(p.total()), s.jobs.front().name, o.trace, s.jobs.size(),
-      tiresias ? "Tiresias" : "dtrain", perf::format_seconds(last - first), s.pricing_seconds,
-      o.slice > 0 ? perf::format_seconds(o.slice) : "never", o.probes, perf::format_seconds(o.probe_seconds),
-      fmt::format("{:.0f}", fmt::join(s.thresholds, ", ")), o.knee);
+      c.nodes, c.ranks_per_node, c.ranks(), perf::describe_profile(s.profile), suspension,
+      c.checkpoint_write_bytes_per_s / 1e9, perf::format_seconds(c.requeue_seconds),
+      perf::format_seconds(c.restart_seconds), c.checkpoint_read_bytes_per_s / 1e9, perf::format_seconds(p.total()),
+      s.jobs.front().name, o.trace, s.jobs.size(), tiresias ? "Tiresias" : "dtrain", perf::format_seconds(last - first),
+      s.pricing_seconds, o.slice > 0 ? perf::format_seconds(o.slice) : "never", o.probes,
+      perf::format_seconds(o.probe_seconds), fmt::format("{:.0f}", fmt::join(s.thresholds, ", ")), o.knee);
 }
 
 int run_schedule(const ScheduleOptions& o) {
@@ -195,16 +205,19 @@ int run_schedule(const ScheduleOptions& o) {
   if (o.json) {
     nlohmann::json policies = nlohmann::json::array();
     for (const schedule::ScheduleResult& r : s.results) policies.push_back(schedule::schedule_json(r, s.jobs));
-    const nlohmann::json out{{"cluster",
-                              {{"nodes", s.cluster.nodes},
-                               {"ranks_per_node", s.cluster.ranks_per_node},
-                               {"profile", s.cluster.profile},
-                               {"requeue_s", s.cluster.requeue_seconds},
-                               {"restart_s", s.cluster.restart_seconds}}},
-                             {"trace", o.trace},
-                             {"slice_s", o.slice},
-                             {"tiresias_thresholds", s.thresholds},
-                             {"policies", policies}};
+    const nlohmann::json out{
+        {"cluster",
+         {{"nodes", s.cluster.nodes},
+          {"ranks_per_node", s.cluster.ranks_per_node},
+          {"profile", s.cluster.profile},
+          {"requeue_s", s.cluster.requeue_seconds},
+          {"restart_s", s.cluster.restart_seconds},
+          {"preempt", s.cluster.preempt_by == schedule::PreemptBy::kSuspend ? "suspend" : "requeue"},
+          {"suspend_s", s.cluster.suspend_seconds}}},
+        {"trace", o.trace},
+        {"slice_s", o.slice},
+        {"tiresias_thresholds", s.thresholds},
+        {"policies", policies}};
     fmt::print("{}\n", out.dump(2));
     return 0;
   }
@@ -238,7 +251,18 @@ Action register_schedule(CLI::App& app) {
   c->add_option("--cluster", o->cluster_file,
                 "JSON with the cluster (nodes, ranks_per_node, profile) and its preemption costs "
                 "(checkpoint_write_bytes_per_s, checkpoint_read_bytes_per_s, requeue_seconds [25], restart_seconds "
-                "[2], optimizer_slots [1]); flags win");
+                "[2], optimizer_slots [1], preempt [requeue], suspend_seconds [1]); flags win");
+  CLI::Option* preempt =
+      c->add_option("--preempt", o->preempt,
+                    "How a policy stops a running job: requeue (checkpoint, requeue, restart and resume: every cost "
+                    "the cluster lists) or suspend (scontrol suspend/resume: the job keeps its memory and resumes in "
+                    "place after --suspend-seconds)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"requeue", "suspend"}));
+  CLI::Option* suspend_seconds = c->add_option("--suspend-seconds", o->cluster.suspend_seconds,
+                                               "--preempt suspend: seconds from the resume to the job's next step")
+                                     ->capture_default_str()
+                                     ->check(CLI::NonNegativeNumber);
   c->add_option("--policy", o->policy, "fifo, srtf, tiresias, optimus, model, or all to compare them")
       ->capture_default_str();
   c->add_option("--detail", o->detail,
@@ -262,10 +286,11 @@ Action register_schedule(CLI::App& app) {
   c->add_flag("--fixed-ranks", o->fixed_ranks,
               "Simulate as Slurm runs it: a job that has run keeps its first rank count (stopped and resumed, never "
               "resized); --submit implies it");
-  c->add_flag("--submit", o->submit,
-              "Run the queue on Slurm (sbatch, scontrol requeuehold/release; SLURM_CONF as for Slurm's own "
-              "commands) under --policy, each job a preemption-safe dtrain train (dtrain rows only); prints what "
-              "happened, measured");
+  c->add_flag(
+      "--submit", o->submit,
+      "Run the queue on Slurm (sbatch, scontrol requeuehold/release or suspend/resume; SLURM_CONF as for Slurm's own "
+      "commands) under --policy, each job a preemption-safe dtrain train (dtrain rows only); prints what "
+      "happened, measured");
   c->add_option("--work-dir", o->slurm.work_dir,
                 "--submit: directory of the jobs' checkpoints (DIR/NAME), logs (DIR/NAME.jsonl) and output "
                 "(DIR/NAME.out)");
@@ -278,8 +303,10 @@ Action register_schedule(CLI::App& app) {
   c->add_option("--threads", o->slurm.threads, "--submit: compute threads of every rank")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  return [c, o, nodes, ranks, profile]() {
+  return [c, o, nodes, ranks, profile, preempt, suspend_seconds]() {
     if (!c->parsed()) return -1;
+    o->preempt_given = preempt->count() > 0;
+    o->suspend_given = suspend_seconds->count() > 0;
     o->nodes_given = nodes->count() > 0;
     o->ranks_given = ranks->count() > 0;
     o->profile_given = profile->count() > 0;

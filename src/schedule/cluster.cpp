@@ -16,7 +16,14 @@ void check_cluster_positive(const std::string& what, double v) {
 
 }  // namespace
 
-Cluster read_cluster_file(const std::string& path, Cluster c) {
+PreemptBy parse_preempt_by(const std::string& name) {
+  if (name == "requeue") return PreemptBy::kRequeue;
+  if (name == "suspend") return PreemptBy::kSuspend;
+  throw InputError(fmt::format("unknown preemption '{}'; valid: requeue, suspend", name));
+}
+
+Cluster read_cluster_file(const std::string& path, Cluster base) {
+  Cluster& c = base;
   std::ifstream in(path);
   if (!in) throw InputError(fmt::format("cannot read the cluster file '{}'; give an existing JSON file", path));
   nlohmann::json j;
@@ -27,8 +34,8 @@ Cluster read_cluster_file(const std::string& path, Cluster c) {
   }
   if (!j.is_object()) throw InputError(fmt::format("cluster file '{}' must hold one JSON object", path));
   for (const auto& item : j.items()) {
-    // Named copies, not structured bindings: lambdas may not capture bindings before C++20 in clang 14.
-    const std::string key = item.key();
+    // Named references, not structured bindings: lambdas may not capture bindings before C++20 in clang 14.
+    const std::string& key = item.key();
     const nlohmann::json& value = item.value();
     const auto number = [&]() {
       if (!value.is_number()) throw InputError(fmt::format("cluster file '{}': '{}' must be a number", path, key));
@@ -59,14 +66,23 @@ Cluster read_cluster_file(const std::string& path, Cluster c) {
       c.restart_seconds = number();
     } else if (key == "optimizer_slots") {
       c.optimizer_slots = static_cast<int>(number());
+    } else if (key == "preempt") {
+      if (!value.is_string()) throw InputError(fmt::format("cluster file '{}': 'preempt' must be a string", path));
+      try {
+        c.preempt_by = parse_preempt_by(value.get<std::string>());
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("cluster file '{}': {}", path, e.what()));
+      }
+    } else if (key == "suspend_seconds") {
+      c.suspend_seconds = number();
     } else {
       throw InputError(fmt::format(
           "cluster file '{}': unknown field '{}'; valid: nodes, ranks_per_node, profile, checkpoint_write_bytes_per_s, "
-          "checkpoint_read_bytes_per_s, requeue_seconds, restart_seconds, optimizer_slots",
+          "checkpoint_read_bytes_per_s, requeue_seconds, restart_seconds, optimizer_slots, preempt, suspend_seconds",
           path, key));
     }
   }
-  return c;
+  return base;
 }
 
 perf::Profile resolve_cluster(Cluster& c) {

@@ -6,10 +6,15 @@
 //                     with AuthInfo=cred_expire=10, measured (shared research notes, Part B2);
 //   restart           process start and the first batches loaded;
 //   resume            the checkpoint read back at the read rate.
+// Or, with preempt = suspend, a stopped job is suspended in place (Slurm's scontrol suspend:
+// SIGSTOP to its processes, its CPUs free for other jobs, its memory kept) and resumed on the same
+// ranks after `suspend_seconds` (SIGCONT, and Slurm's next scheduling pass); nothing is written
+// or lost. A suspended job still holds its host memory (and a GPU job its device memory, which is
+// why GPU schedulers checkpoint instead): the simulator does not check that it fits.
 // From flags (--nodes, --ranks-per-node, --profile) and optionally a JSON file with the same
 // fields (nodes, ranks_per_node, profile, checkpoint_write_bytes_per_s,
-// checkpoint_read_bytes_per_s, requeue_seconds, restart_seconds, optimizer_slots); flags given
-// on the command line win.
+// checkpoint_read_bytes_per_s, requeue_seconds, restart_seconds, optimizer_slots, preempt,
+// suspend_seconds); flags given on the command line win.
 #pragma once
 
 #include <string>
@@ -17,6 +22,12 @@
 #include "perfmodel/profile.h"
 
 namespace dtrain::schedule {
+
+// How a running job is stopped when a policy takes its ranks.
+enum class PreemptBy { kRequeue, kSuspend };
+
+// "requeue" or "suspend"; InputError naming both for anything else.
+PreemptBy parse_preempt_by(const std::string& name);
 
 struct Cluster {
   int nodes = 1;
@@ -28,6 +39,8 @@ struct Cluster {
   double requeue_seconds = 25;
   double restart_seconds = 2;
   int optimizer_slots = 1;  // state tensors per parameter: 1 for momentum SGD, 2 for Adam
+  PreemptBy preempt_by = PreemptBy::kRequeue;
+  double suspend_seconds = 1;  // from scontrol resume to the job's next step
 
   int ranks() const { return nodes * ranks_per_node; }
 };

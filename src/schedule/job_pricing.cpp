@@ -119,6 +119,8 @@ PriceTable price_jobs(const std::vector<Job>& jobs, const Cluster& cluster, cons
       c.restart = cluster.restart_seconds;
       price.launch = cluster.restart_seconds;
       c.resume = c.checkpoint_bytes / cluster.checkpoint_read_bytes_per_s;
+      c.suspends = cluster.preempt_by == PreemptBy::kSuspend;
+      c.suspend = cluster.suspend_seconds;
     } catch (const InputError& e) {
       throw InputError(fmt::format("job '{}' (trace row {}): {}", j.name, j.row, e.what()));
     }

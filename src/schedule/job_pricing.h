@@ -11,7 +11,8 @@
 // ranks (perfmodel/auto_choice.h: the shortest predicted step among every candidate).
 //
 // Preemption (cluster.h): checkpoint write + requeue wait + restart + resume, where the
-// checkpoint holds parameters x 4 bytes x (1 + optimizer slots).
+// checkpoint holds parameters x 4 bytes x (1 + optimizer slots); or, on a cluster that suspends,
+// a stop costs the suspend latency when the job resumes on the same ranks.
 #pragma once
 
 #include <algorithm>
@@ -39,6 +40,10 @@ struct RankPrice {
 struct PreemptionCost {
   double checkpoint_bytes = 0;
   double write = 0, requeue = 0, restart = 0, resume = 0;  // seconds
+  // A stop suspends the job in place (cluster.h, PreemptBy::kSuspend): resumed on the ranks it
+  // held, it waits `suspend` seconds; a resize still costs total().
+  bool suspends = false;
+  double suspend = 0;
   double total() const { return write + requeue + restart + resume; }
   // The delay before progress when the job restarts `waited` seconds after it was stopped: the
   // checkpoint write and Slurm's requeue wait run on the clock from the stop, so a job that sat

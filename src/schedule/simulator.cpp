@@ -23,6 +23,7 @@ struct SimJob {
   bool probe = false;
   bool owes_restart = false;  // stopped while running: its next start pays the preemption cost
   double stopped_at = 0;      // when it was stopped (owes_restart)
+  int suspended_ranks = 0;    // stopped by a suspension, on this many ranks (0: not suspended)
   double overhead_left = 0;
   double progress_seconds = 0;  // at the current ranks
   double attained = 0;
@@ -177,10 +178,16 @@ class Simulation {
         ++o.preemptions;
         s.overhead_left = a.ranks > 0 ? cost.total() : 0;
         s.owes_restart = a.ranks == 0;
+        s.suspended_ranks = a.ranks == 0 && cost.suspends ? s.ranks : 0;
         s.stopped_at = t;
       } else {
-        if (s.owes_restart) s.overhead_left = cost.after_waiting(t - s.stopped_at);
+        if (s.suspended_ranks > 0) {
+          s.overhead_left = a.ranks == s.suspended_ranks ? cost.suspend : cost.total();
+        } else if (s.owes_restart) {
+          s.overhead_left = cost.after_waiting(t - s.stopped_at);
+        }
         s.owes_restart = false;
+        s.suspended_ranks = 0;
         if (o.start < 0) {
           o.start = t;
           s.overhead_left = prices_.jobs[i].launch;

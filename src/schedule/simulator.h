@@ -8,7 +8,9 @@
 // (job_pricing.h) as seconds without progress on the ranks it next runs on: at once for a
 // resize, at its restart for a stop. This charges the checkpoint write and the requeue wait on
 // the new ranks (in Slurm the requeue wait holds none, so this is an upper bound on the ranks it
-// costs). A job's first start pays nothing.
+// costs). A job's first start pays nothing. Where a stop suspends the job (PreemptionCost::
+// suspends), its restart on the ranks it held pays only the suspend latency, and on other ranks
+// the whole cost (it is resumed, checkpointed and requeued at the new count).
 //
 // Ranks are a count: placement on nodes is not simulated (the prices assume a job's ranks fill
 // the fewest nodes). Deterministic: ties in time are broken by the trace's order.

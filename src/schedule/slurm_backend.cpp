@@ -26,9 +26,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 struct LiveJob {
   bool arrived = false, done = false;
   std::string slurm_id;
-  int ranks = 0;         // what the policy gave it (0: stopped or waiting)
-  int first_ranks = 0;   // the count it first ran with: all it may run with
-  bool running = false;  // Slurm reports it RUNNING
+  int ranks = 0;           // what the policy gave it (0: stopped or waiting)
+  int first_ranks = 0;     // the count it first ran with: all it may run with
+  bool running = false;    // Slurm reports it RUNNING
+  bool suspended = false;  // stopped by scontrol suspend (else by requeuehold)
   double remaining = 1, attained = 0, progress_seconds = 0;
   double segment_start = 0;
 };
@@ -189,8 +190,16 @@ class SlurmRun {
       result_.actions.push_back({t, i, ranks, s.ranks, false, s.remaining, assignments[k].reason});
       const Job& job = jobs_[i];
       if (ranks == 0) {
-        say(t, fmt::format("{} stops: {} (scontrol requeuehold {})", job.name, assignments[k].reason, s.slurm_id));
-        slurm_.requeue_hold(s.slurm_id);
+        // Only a running job can be suspended; one Slurm has not started yet is held instead.
+        const bool suspends = prices_.jobs[i].preemption.suspends && s.running;
+        say(t, fmt::format("{} stops: {} (scontrol {} {})", job.name, assignments[k].reason,
+                           suspends ? "suspend" : "requeuehold", s.slurm_id));
+        s.suspended = suspends;
+        if (suspends) {
+          slurm_.suspend(s.slurm_id);
+        } else {
+          slurm_.requeue_hold(s.slurm_id);
+        }
         ++result_.jobs[i].preemptions;
       } else if (s.slurm_id.empty()) {
         s.first_ranks = ranks;
@@ -211,9 +220,13 @@ class SlurmRun {
         s.slurm_id = slurm_.submit(options, o_.job_script, args);
         say(t, fmt::format("{} starts on {} ranks: {} (job {})", job.name, ranks, assignments[k].reason, s.slurm_id));
       } else {
-        say(t, fmt::format("{} resumes on {} ranks: {} (scontrol release {})", job.name, ranks, assignments[k].reason,
-                           s.slurm_id));
-        slurm_.release(s.slurm_id);
+        say(t, fmt::format("{} resumes on {} ranks: {} (scontrol {} {})", job.name, ranks, assignments[k].reason,
+                           s.suspended ? "resume" : "release", s.slurm_id));
+        if (s.suspended) {
+          slurm_.resume(s.slurm_id);
+        } else {
+          slurm_.release(s.slurm_id);
+        }
       }
       s.ranks = ranks;
     }

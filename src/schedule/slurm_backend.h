@@ -7,6 +7,8 @@
 //   stop     scontrol requeuehold: the job gets SIGTERM, checkpoints at its next step and waits,
 //            held, in the queue (dtrain's preemption safety, train/stop_signal.h);
 //   resume   scontrol release: Slurm starts it again and it resumes from its checkpoint.
+// On a cluster that suspends (cluster.h, PreemptBy::kSuspend), stop is scontrol suspend (the job's
+// processes get SIGSTOP and its CPUs go to other jobs) and resume is scontrol resume.
 // A job keeps the rank count it first ran with: its checkpoint resumes exactly only at the same
 // world size (a data-parallel run's steps per epoch depend on it), so a policy's resize of a job
 // that has run becomes a resume at its own count. Progress is estimated from the model's prices

@@ -100,6 +100,10 @@ void SlurmClient::requeue_hold(const std::string& id) { checked({"scontrol", "re
 
 void SlurmClient::release(const std::string& id) { checked({"scontrol", "release", id}); }
 
+void SlurmClient::suspend(const std::string& id) { checked({"scontrol", "suspend", id}); }
+
+void SlurmClient::resume(const std::string& id) { checked({"scontrol", "resume", id}); }
+
 std::string SlurmClient::final_state(const std::string& id) {
   const CommandResult r = run_command({"scontrol", "show", "job", "-o", id});
   const std::size_t at = r.output.find("JobState=");

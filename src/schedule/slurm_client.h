@@ -32,6 +32,10 @@ class SlurmClient {
   void requeue_hold(const std::string& id);
   // scontrol release: a held job may start again (it resumes from its checkpoint).
   void release(const std::string& id);
+  // scontrol suspend: SIGSTOP to the job's processes, its CPUs free for other jobs; scontrol
+  // resume: SIGCONT, and it runs on where it stopped.
+  void suspend(const std::string& id);
+  void resume(const std::string& id);
   void cancel(const std::string& id);
   // The state of a job that has left the queue (COMPLETED, FAILED, CANCELLED, ...), from
   // scontrol (which keeps ended jobs for MinJobAge, 300 s by default); "" when Slurm forgot it.

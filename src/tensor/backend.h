@@ -49,6 +49,11 @@ struct WeightGrads {
   Tensor db;  // undefined when the layer has no bias
 };
 
+struct ConvGrads {
+  Tensor dx;  // undefined when the input needs no gradient
+  WeightGrads weights;
+};
+
 struct SgdHyper {
   double lr = 0.01, momentum = 0.9, weight_decay = 0.0;
   bool nesterov = false;
@@ -102,6 +107,23 @@ class Backend {
                                       const Conv2dGeometry& g) = 0;
   virtual WeightGrads conv2d_backward_weights(const Tensor& dy, const Tensor& x, const Shape& w_shape, bool with_bias,
                                               const Conv2dGeometry& g) = 0;
+  // A convolution as a layer runs it. The forward also returns, in `kept`, what its backward may
+  // read in place of x (the CPU's bf16 path: x already rounded to bf16 in the primitive's format,
+  // so it is rounded once a step, not twice; undefined where a backend keeps nothing). The
+  // backward computes both passes (dx only when need_dx) and may share work between them (the
+  // CPU's bf16 path rounds dy once for both primitives).
+  virtual Tensor conv2d_forward_keeping(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dGeometry& g,
+                                        Tensor& kept) {
+    kept = Tensor();
+    return conv2d_forward(x, w, b, g);
+  }
+  virtual ConvGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& /*kept*/, const Tensor& w,
+                                    bool need_dx, bool with_bias, const Conv2dGeometry& g) {
+    ConvGrads out;
+    if (need_dx) out.dx = conv2d_backward_data(dy, w, x.shape(), x.layout(), g);
+    out.weights = conv2d_backward_weights(dy, x, w.shape(), with_bias, g);
+    return out;
+  }
 
   // --- pooling: x [N, C, H, W] ---
   virtual PoolForward pool2d_forward(const Tensor& x, PoolKind kind, const Pool2dGeometry& g) = 0;

@@ -52,7 +52,8 @@ TEST(Pricing, EachRankCountIsTheModelsRunWithTheExchangeItChooses) {
     const dtrain::perf::RunPrediction run = dtrain::perf::predict_run(w, d, profile, choice.chosen, 2);
     const auto& p = t.jobs[0].at(ranks);
     EXPECT_NEAR(p.seconds, run.total_seconds, 1e-9 * run.total_seconds) << ranks;
-    EXPECT_DOUBLE_EQ(p.steps, 2.0 * (50000 / (32 * ranks)));
+    const int steps_per_epoch = 50000 / (32 * ranks);  // whole steps, as the sampler counts them
+    EXPECT_DOUBLE_EQ(p.steps, 2.0 * steps_per_epoch);
     EXPECT_NEAR(p.step, p.compute + p.other, 1e-15);
     EXPECT_TRUE(contains(p.exchange, std::string(dtrain::comm::algorithm_name(choice.chosen.algorithm))));
   }
@@ -65,6 +66,14 @@ TEST(Pricing, EachRankCountIsTheModelsRunWithTheExchangeItChooses) {
   EXPECT_DOUBLE_EQ(cost.checkpoint_bytes, 272474.0 * 8);
   EXPECT_NEAR(cost.write, 272474.0 * 8 / 1.96e9, 1e-12);
   EXPECT_NEAR(cost.total(), 27 + 2 * 272474.0 * 8 / 1.96e9, 1e-9);
+  EXPECT_FALSE(cost.suspends);
+  // A cluster that suspends: the stop costs its suspend seconds, the rest stays for resizes.
+  c.preempt_by = dtrain::schedule::PreemptBy::kSuspend;
+  c.suspend_seconds = 1.5;
+  const auto& suspended = dtrain::schedule::price_jobs(jobs, c, profile).jobs[0].preemption;
+  EXPECT_TRUE(suspended.suspends);
+  EXPECT_DOUBLE_EQ(suspended.suspend, 1.5);
+  EXPECT_DOUBLE_EQ(suspended.total(), cost.total());
 }
 
 TEST(Pricing, TiresiasRowsAreTheirSamplesAtTheModelsStep) {
@@ -88,9 +97,12 @@ TEST(Cluster, FileFieldsFlagsAndErrors) {
   dtrain::schedule::test::use_source_profiles();
   dtrain::test_support::TempDir dir;
   std::ofstream(dir.file("c.json")) << R"({"nodes": 3, "profile": "8xv100-nvlink+ib-edr", "requeue_seconds": 120,
-                                        "checkpoint_write_bytes_per_s": 1e9})";
+                                        "checkpoint_write_bytes_per_s": 1e9, "preempt": "suspend",
+                                        "suspend_seconds": 0.5})";
   Cluster c = dtrain::schedule::read_cluster_file(dir.file("c.json"), Cluster{});
   EXPECT_EQ(c.nodes, 3);
+  EXPECT_EQ(c.preempt_by, dtrain::schedule::PreemptBy::kSuspend);
+  EXPECT_DOUBLE_EQ(c.suspend_seconds, 0.5);
   EXPECT_DOUBLE_EQ(c.requeue_seconds, 120);
   resolve_cluster(c);
   EXPECT_EQ(c.ranks(), 24);
@@ -116,6 +128,13 @@ TEST(Cluster, FileFieldsFlagsAndErrors) {
     FAIL() << "no error";
   } catch (const dtrain::InputError& e) {
     EXPECT_TRUE(contains(e.what(), "unknown field 'gpus'; valid: nodes, ranks_per_node, profile")) << e.what();
+  }
+  std::ofstream(dir.file("stop.json")) << R"({"preempt": "kill"})";
+  try {
+    dtrain::schedule::read_cluster_file(dir.file("stop.json"), Cluster{});
+    FAIL() << "no error";
+  } catch (const dtrain::InputError& e) {
+    EXPECT_TRUE(contains(e.what(), "unknown preemption 'kill'; valid: requeue, suspend")) << e.what();
   }
 }
 

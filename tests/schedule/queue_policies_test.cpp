@@ -110,6 +110,66 @@ TEST(Srtf, TheRequeueWaitRunsFromTheStopSoAJobThatWaitedLongerPaysOnlyItsRestart
   EXPECT_NEAR(outcome(q, late, "L").end, 200 + 5 + 900, 1e-9);
 }
 
+TEST(Srtf, ASuspendedJobResumesOnItsRanksAfterTheSuspendLatencyAlone) {
+  // The same queue on a cluster that suspends: L is suspended at 100, resumed at 110 on its 2
+  // ranks, pays the 1 s suspend latency instead of 25 s, and ends at 110 + 1 + 900.
+  HandQueue q = hand_queue({{"L", 0, 2, {1000}}, {"S1", 100, 2, {10}}});
+  auto& cost = q.prices.jobs[0].preemption;
+  cost.write = 4;
+  cost.requeue = 26;
+  cost.restart = 5;
+  cost.suspends = true;
+  cost.suspend = 1;
+  const ScheduleResult r = run_policy(q, "srtf", 2);
+  EXPECT_NEAR(outcome(q, r, "L").end, 1011, 1e-9);
+  EXPECT_EQ(outcome(q, r, "L").preemptions, 1);
+  ASSERT_EQ(outcome(q, r, "L").segments.size(), 2u);
+  EXPECT_NEAR(outcome(q, r, "L").segments[1].overhead, 1, 1e-9);
+  EXPECT_NEAR(r.overhead_rank_seconds, 2, 1e-9);  // 1 s on 2 ranks
+}
+
+// Gives each job the ranks of the first script entry for its name whose time has come.
+class ScriptedPolicy : public dtrain::schedule::Policy {
+ public:
+  struct Step {
+    double from;
+    std::string job;
+    int ranks;
+  };
+  explicit ScriptedPolicy(std::vector<Step> steps) : steps_(std::move(steps)) {}
+  std::string name() const override { return "scripted"; }
+  std::vector<dtrain::schedule::Assignment> allocate(const dtrain::schedule::PolicyInput& in) override {
+    std::vector<dtrain::schedule::Assignment> out(in.jobs.size());
+    for (std::size_t i = 0; i < in.jobs.size(); ++i) {
+      for (const Step& s : steps_) {
+        if (s.job == in.jobs[i].name && in.now >= s.from) out[i].ranks = s.ranks;
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::vector<Step> steps_;
+};
+
+TEST(Simulator, ASuspendedJobResumedOnOtherRanksPaysTheWholePreemption) {
+  // L runs on 2 ranks (1000 s; 1900 s on 1), is suspended while S1 holds both ranks (100-110),
+  // and comes back on 1 rank beside S2: a suspension cannot resize, so it pays the whole 30 s.
+  HandQueue q = hand_queue({{"L", 0, 1, {1900, 1000}}, {"S1", 100, 2, {10}}, {"S2", 105, 1, {500}}});
+  auto& cost = q.prices.jobs[0].preemption;
+  cost.restart = 30;
+  cost.suspends = true;
+  cost.suspend = 1;
+  ScriptedPolicy p({{0, "L", 2}, {100, "L", 0}, {100, "S1", 2}, {110, "L", 1}, {110, "S2", 1}});
+  const ScheduleResult r = simulate(q.jobs, q.prices, 2, p, {0});
+  const auto& segments = outcome(q, r, "L").segments;
+  ASSERT_EQ(segments.size(), 2u);
+  EXPECT_EQ(segments[1].ranks, 1);
+  EXPECT_NEAR(segments[1].overhead, 30, 1e-9);
+  // 900 s of the 2-rank work left is 1710 s on 1 rank.
+  EXPECT_NEAR(outcome(q, r, "L").end, 110 + 30 + 1710, 1e-6);
+}
+
 TEST(Tiresias, DemotionAfterTheThresholdThenFirstInFirstOutWithinTheQueue) {
   // Threshold 100 rank-seconds, both jobs on 2 ranks, preemption 20 s.
   //   0-50    A runs (queue 0) and reaches 100 rank-s at 50 s: demoted;

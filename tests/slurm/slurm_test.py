@@ -11,7 +11,9 @@ Every job trains the same small run; its last checkpoint must equal, byte for by
   itself and resumes;
 - two jobs time-sliced by gang scheduling (suspended and resumed every 10 s);
 - a queue of two jobs run by `dtrain schedule --submit` under fifo: the second starts when the
-  first ends, and each ends with the parameters its plain `mpirun` run gives.
+  first ends, and each ends with the parameters its plain `mpirun` run gives;
+- the same under srtf with `--preempt suspend`: a shorter arrival suspends the running job
+  (scontrol suspend) and it resumes in place (scontrol resume), ending as plain `mpirun`.
 Rank 0 sleeps through most of each step (--slow-rank 0 --slow-factor 6), so jobs last long enough
 to be interrupted while leaving the CPUs to the rest of the suite.
 
@@ -180,14 +182,38 @@ class SlurmTest(unittest.TestCase):
             self.assertGreater(job["jct_s"], 0, name)
             self.assertEqual({g["ranks"] for g in job["segments"]}, {2}, name)
         for name, epochs in (("first", 2), ("second", 1)):
-            plain = ROOT / f"queue-plain-{name}"
-            run([*MPIRUN, "-np", "2", DTRAIN, "train", "--model", "mlp", "--dataset", "fashion-mnist", "--epochs",
-                 epochs, "--batch", "64", "--threads", "1", "--checkpoint-dir", plain, "--log", ""], timeout=300)
-            final = max((work / name).glob("ckpt-*.safetensors"))
-            self.assertEqual(final.name, max(plain.glob("ckpt-*.safetensors")).name, name)
-            self.assertEqual(final.read_bytes(), (plain / final.name).read_bytes(),
-                             f"{name}: the scheduled job's parameters differ from plain mpirun's")
+            self.assert_same_as_plain_mpirun_run(work / name, "mlp", epochs, name)
 
+    def test_dtrain_schedule_submit_suspends_a_job_and_resumes_it_in_place_exactly(self):
+        work = ROOT / "suspend"
+        trace = ROOT / "suspend.csv"
+        # srtf: the short job arrives while the long one runs (the model prices lenet's epoch at
+        # 1.8 s on this profile, mlp's at 0.2 s), so the long one is suspended, not requeued.
+        trace.write_text("name,model,dataset,epochs,batch,min_ranks,max_ranks,submit_time,priority\n"
+                         "long,lenet,fashion-mnist,1,64,2,2,0,0\n"
+                         "short,mlp,fashion-mnist,1,64,2,2,1.5,0\n")
+        out = run([DTRAIN, "schedule", "--trace", trace, "--nodes", "1", "--ranks-per-node", "2", "--profile",
+                   "2xskylake-sp-upi", "--policy", "srtf", "--preempt", "suspend", "--json", "--submit",
+                   "--work-dir", work, "--launcher", "mpirun", "--job-script", JOB], timeout=300)
+        self.assertIn("(scontrol suspend", out.stderr)
+        self.assertIn("(scontrol resume", out.stderr)
+        self.assertNotIn("requeuehold", out.stderr)
+        jobs = {j["name"]: j for j in json.loads(out.stdout)["policies"][0]["jobs"]}
+        self.assertEqual(jobs["long"]["preemptions"], 1)
+        self.assertGreaterEqual(jobs["long"]["end_s"], jobs["short"]["end_s"])
+        self.assert_same_as_plain_mpirun_run(work / "long", "lenet", 1, "long")
+        self.assert_same_as_plain_mpirun_run(work / "short", "mlp", 1, "short")
+
+    def assert_same_as_plain_mpirun_run(self, directory, model, epochs, name):
+        """The last checkpoint in `directory` equals that of plain mpirun training `model` for `epochs`."""
+        plain = ROOT / f"plain-{model}-{epochs}"
+        if not plain.exists():
+            run([*MPIRUN, "-np", "2", DTRAIN, "train", "--model", model, "--dataset", "fashion-mnist", "--epochs",
+                 epochs, "--batch", "64", "--threads", "1", "--checkpoint-dir", plain, "--log", ""], timeout=300)
+        final = max(directory.glob("ckpt-*.safetensors"))
+        self.assertEqual(final.name, max(plain.glob("ckpt-*.safetensors")).name, name)
+        self.assertEqual(final.read_bytes(), (plain / final.name).read_bytes(),
+                         f"{name}: the scheduled job's parameters differ from plain mpirun's")
 
 if __name__ == "__main__":
     argv = [sys.argv[0]] + sys.argv[3:]

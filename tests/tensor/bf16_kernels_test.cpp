@@ -63,15 +63,26 @@ TEST(Bf16Conv, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
     const Shape xs{c.N, c.C, c.H, c.W}, ws{c.O, c.C, c.K, c.K};
     const Tensor x = uniform_tensor(xs, rng), w = uniform_tensor(ws, rng), b = uniform_tensor({c.O}, rng);
     const Tensor dy = uniform_tensor({c.N, c.O, OH, OW}, rng);
-    Tensor y, dx;
+    Tensor y, y_keeping, dx;
     WeightGrads grads;
+    ConvGrads both;
     {
       const InBf16 bf16;
       y = fast.conv2d_forward(x, w, &b, g);
+      Tensor kept;
+      y_keeping = fast.conv2d_forward_keeping(x, w, &b, g, kept);
+      EXPECT_TRUE(kept.defined());  // x rounded to bf16 once, for forward and backward-weights
       dx = fast.conv2d_backward_data(dy, w, xs, Layout::kPlain, g);
       grads = fast.conv2d_backward_weights(dy, x, ws, true, g);
+      both = fast.conv2d_backward(dy, x, kept, w, true, true, g);
     }
     const std::string what = fmt::format("N{} C{} {}x{} O{} k{} s{}", c.N, c.C, c.H, c.W, c.O, c.K, c.stride);
+    // The layer's path (x rounded once for forward and backward-weights, dy once for both backward
+    // passes) gives the separate passes' bits.
+    EXPECT_EQ(y_keeping.to_vector_f64(), y.to_vector_f64()) << what;
+    EXPECT_EQ(both.dx.to_vector_f64(), dx.to_vector_f64()) << what;
+    EXPECT_EQ(both.weights.dw.to_vector_f64(), grads.dw.to_vector_f64()) << what;
+    EXPECT_EQ(both.weights.db.to_vector_f64(), grads.db.to_vector_f64()) << what;
     const Tensor xr = round_to_bf16(x), wr = round_to_bf16(w), dyr = round_to_bf16(dy);
     EXPECT_LE(relative_gap(y, ref.conv2d_forward(xr, wr, &b, g)), 1e-4) << what << " forward";
     EXPECT_LE(relative_gap(dx, ref.conv2d_backward_data(dyr, wr, xs, Layout::kPlain, g)), 1e-4) << what << " data";
@@ -94,8 +105,9 @@ TEST(Bf16Linear, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
            {64, 784, 512}, {64, 512, 10}, {32, 3136, 1024}, {7, 33, 5}, {1, 16, 3}}) {
     const Tensor x = uniform_tensor({n, in}, rng), w = uniform_tensor({out, in}, rng), b = uniform_tensor({out}, rng);
     const Tensor dy = uniform_tensor({n, out}, rng);
-    Tensor y, dx;
+    Tensor y, y_keeping, dx;
     WeightGrads grads;
+    ConvGrads both;
     {
       const InBf16 bf16;
       y = fast.linear_forward(x, w, &b);

@@ -9,19 +9,16 @@ Variable conv2d(const Variable& x, const Variable& w, const Variable& b, const C
                                  w.data().dim() == 4 ? w.shape()[1] : -1));
   }
   const bool has_bias = b.defined();
-  Tensor y = dispatch(x.data()).conv2d_forward(x.data(), w.data(), has_bias ? &b.data() : nullptr, g);
+  Tensor kept;
+  Tensor y = dispatch(x.data()).conv2d_forward_keeping(x.data(), w.data(), has_bias ? &b.data() : nullptr, g, kept);
   std::vector<Variable> inputs{x, w};
   if (has_bias) inputs.push_back(b);
   const bool need_dx = x.requires_grad();
   return Variable::from_op(std::move(y), "conv2d", inputs,
-                           [xt = x.data(), wt = w.data(), has_bias, need_dx, g](const Tensor& dy) {
-                             Backend& bk = dispatch(dy);
-                             std::vector<Tensor> grads;
-                             grads.push_back(need_dx ? bk.conv2d_backward_data(dy, wt, xt.shape(), xt.layout(), g)
-                                                     : Tensor());
-                             WeightGrads wg = bk.conv2d_backward_weights(dy, xt, wt.shape(), has_bias, g);
-                             grads.push_back(std::move(wg.dw));
-                             if (has_bias) grads.push_back(std::move(wg.db));
+                           [xt = x.data(), kept, wt = w.data(), has_bias, need_dx, g](const Tensor& dy) {
+                             ConvGrads cg = dispatch(dy).conv2d_backward(dy, xt, kept, wt, need_dx, has_bias, g);
+                             std::vector<Tensor> grads{std::move(cg.dx), std::move(cg.weights.dw)};
+                             if (has_bias) grads.push_back(std::move(cg.weights.db));
                              return grads;
                            });
 }

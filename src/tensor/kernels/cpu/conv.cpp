@@ -181,16 +181,10 @@ void check_weights(const Tensor& w) {
 
 }  // namespace
 
-Tensor CpuBackend::conv2d_forward(const Tensor& x_in, const Tensor& w, const Tensor* b, const Conv2dGeometry& g) {
-  if (!is_f32(x_in) || !is_f32(w) || (b != nullptr && !is_f32(*b)))
-    return ReferenceBackend::conv2d_forward(x_in, w, b, g);
-  check_weights(w);
-  const ConvDims d = conv_dims(x_in.shape(), w.shape(), g);
-  if (b != nullptr && b->numel() != d.O) {
-    throw ShapeError(fmt::format("conv2d: bias {} does not fit {} output channels", b->shape(), d.O));
-  }
-  const bool bias = b != nullptr;
-  const auto e = cpu::cached<ConvFwdEntry>(conv_key(OpTag::kConvFwd, d, g, bias), [&] {
+namespace {
+
+std::shared_ptr<const ConvFwdEntry> forward_entry(const ConvDims& d, const Conv2dGeometry& g, bool bias) {
+  return cpu::cached<ConvFwdEntry>(conv_key(OpTag::kConvFwd, d, g, bias), [&] {
     const auto pd =
         best_pd<dnnl::convolution_forward::primitive_desc>([&](Policy p) { return forward_pd(d, g, bias, p); });
     return ConvFwdEntry{pd.src_desc(),
@@ -203,7 +197,20 @@ Tensor CpuBackend::conv2d_forward(const Tensor& x_in, const Tensor& w, const Ten
                         Reorder(plain_weights_md(d), pd.weights_desc()),
                         Reorder(pd.dst_desc(), user_dst_md(d))};
   });
+}
+
+// The forward pass; in bf16, `kept` (when given) receives x rounded to bf16 in the primitive's
+// src format, which the backward-weights primitive reads too.
+Tensor run_forward(const Tensor& x_in, const Tensor& w, const Tensor* b, const Conv2dGeometry& g, Tensor* kept) {
+  check_weights(w);
+  const ConvDims d = conv_dims(x_in.shape(), w.shape(), g);
+  if (b != nullptr && b->numel() != d.O) {
+    throw ShapeError(fmt::format("conv2d: bias {} does not fit {} output channels", b->shape(), d.O));
+  }
+  const bool bias = b != nullptr;
+  const auto e = forward_entry(d, g, bias);
   const Tensor x = bind_input(e->src_in, x_in.to_layout(cpu::compute_layout(d.C)));
+  if (kept != nullptr && compute_precision() == ComputePrecision::kBF16 && e->src_in.needed) *kept = x;
   const Tensor wb = bind_input(e->weights_in, w);
   Tensor y = Tensor::empty({d.N, d.O, d.OH, d.OW}, DType::kF32, Device::cpu(), cpu::compute_layout(d.O));
   const Tensor yb = bind_output(e->dst_out, y);
@@ -216,16 +223,31 @@ Tensor CpuBackend::conv2d_forward(const Tensor& x_in, const Tensor& w, const Ten
   return y;
 }
 
-Tensor CpuBackend::conv2d_backward_data(const Tensor& dy_in, const Tensor& w, const Shape& x_shape, Layout x_layout,
-                                        const Conv2dGeometry& g) {
-  if (!is_f32(dy_in) || !is_f32(w)) return ReferenceBackend::conv2d_backward_data(dy_in, w, x_shape, x_layout, g);
-  check_weights(w);
-  const ConvDims d = conv_dims(x_shape, w.shape(), g);
-  if (dy_in.shape() != Shape{d.N, d.O, d.OH, d.OW}) {
-    throw ShapeError(fmt::format("conv2d backward: gradient {} does not fit output [{}, {}, {}, {}]", dy_in.shape(),
-                                 d.N, d.O, d.OH, d.OW));
+}  // namespace
+
+Tensor CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dGeometry& g) {
+  if (!is_f32(x) || !is_f32(w) || (b != nullptr && !is_f32(*b))) return ReferenceBackend::conv2d_forward(x, w, b, g);
+  return run_forward(x, w, b, g, nullptr);
+}
+
+Tensor CpuBackend::conv2d_forward_keeping(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dGeometry& g,
+                                          Tensor& kept) {
+  kept = Tensor();
+  if (!is_f32(x) || !is_f32(w) || (b != nullptr && !is_f32(*b))) return ReferenceBackend::conv2d_forward(x, w, b, g);
+  return run_forward(x, w, b, g, &kept);
+}
+
+namespace {
+
+void check_dy(const Tensor& dy, const ConvDims& d) {
+  if (dy.shape() != Shape{d.N, d.O, d.OH, d.OW}) {
+    throw ShapeError(fmt::format("conv2d backward: gradient {} does not fit output [{}, {}, {}, {}]", dy.shape(), d.N,
+                                 d.O, d.OH, d.OW));
   }
-  const auto e = cpu::cached<BwdDataEntry>(conv_key(OpTag::kConvBwdData, d, g, false), [&] {
+}
+
+std::shared_ptr<const BwdDataEntry> backward_data_entry(const ConvDims& d, const Conv2dGeometry& g) {
+  return cpu::cached<BwdDataEntry>(conv_key(OpTag::kConvBwdData, d, g, false), [&] {
     using bwd = dnnl::convolution_backward_data;
     const auto pd = best_pd<bwd::primitive_desc>([&](Policy p) {
       const bwd::desc desc(dnnl::algorithm::convolution_direct, src_md(d, p, kF32), any_weights_md(d, input_type()),
@@ -241,28 +263,11 @@ Tensor CpuBackend::conv2d_backward_data(const Tensor& dy_in, const Tensor& w, co
                         Reorder(plain_weights_md(d), pd.weights_desc()),
                         Reorder(pd.diff_src_desc(), user_src_md(d))};
   });
-  const Tensor dy = bind_input(e->diff_dst_in, dy_in.to_layout(cpu::compute_layout(d.O)));
-  const Tensor wb = bind_input(e->weights_in, w);
-  Tensor dx = Tensor::empty(x_shape, DType::kF32, Device::cpu(), cpu::compute_layout(d.C));
-  const Tensor dxb = bind_output(e->diff_src_out, dx);
-  cpu::execute(e->prim, e->scratch,
-               {{DNNL_ARG_DIFF_DST, cpu::mem(e->diff_dst, dy)},
-                {DNNL_ARG_WEIGHTS, cpu::mem(e->weights, wb)},
-                {DNNL_ARG_DIFF_SRC, cpu::mem(e->diff_src, dxb)}});
-  finish_output(e->diff_src_out, dxb, dx);
-  return dx.to_layout(x_layout);
 }
 
-WeightGrads CpuBackend::conv2d_backward_weights(const Tensor& dy_in, const Tensor& x_in, const Shape& w_shape,
-                                                bool with_bias, const Conv2dGeometry& g) {
-  if (!is_f32(dy_in) || !is_f32(x_in))
-    return ReferenceBackend::conv2d_backward_weights(dy_in, x_in, w_shape, with_bias, g);
-  const ConvDims d = conv_dims(x_in.shape(), w_shape, g);
-  if (dy_in.shape() != Shape{d.N, d.O, d.OH, d.OW}) {
-    throw ShapeError(fmt::format("conv2d backward: gradient {} does not fit output [{}, {}, {}, {}]", dy_in.shape(),
-                                 d.N, d.O, d.OH, d.OW));
-  }
-  const auto e = cpu::cached<BwdWeightsEntry>(conv_key(OpTag::kConvBwdWeights, d, g, with_bias), [&] {
+std::shared_ptr<const BwdWeightsEntry> backward_weights_entry(const ConvDims& d, const Conv2dGeometry& g,
+                                                              bool with_bias) {
+  return cpu::cached<BwdWeightsEntry>(conv_key(OpTag::kConvBwdWeights, d, g, with_bias), [&] {
     using bwd = dnnl::convolution_backward_weights;
     const auto pd = best_pd<bwd::primitive_desc>([&](Policy p) {
       const memory::desc src = src_md(d, p, input_type()), diff_dst = dst_md(d, p, input_type());
@@ -282,16 +287,84 @@ WeightGrads CpuBackend::conv2d_backward_weights(const Tensor& dy_in, const Tenso
                            Reorder(user_dst_md(d), pd.diff_dst_desc()),
                            Reorder(pd.diff_weights_desc(), plain_weights_md(d))};
   });
-  const Tensor x = bind_input(e->src_in, x_in.to_layout(cpu::compute_layout(d.C)));
-  const Tensor dy = bind_input(e->diff_dst_in, dy_in.to_layout(cpu::compute_layout(d.O)));
+}
+
+// dx from dy already in the primitive's diff_dst format (`dy`).
+Tensor run_backward_data(const BwdDataEntry& e, const Tensor& dy, const Tensor& w, const ConvDims& d,
+                         const Shape& x_shape, Layout x_layout) {
+  const Tensor wb = bind_input(e.weights_in, w);
+  Tensor dx = Tensor::empty(x_shape, DType::kF32, Device::cpu(), cpu::compute_layout(d.C));
+  const Tensor dxb = bind_output(e.diff_src_out, dx);
+  cpu::execute(e.prim, e.scratch,
+               {{DNNL_ARG_DIFF_DST, cpu::mem(e.diff_dst, dy)},
+                {DNNL_ARG_WEIGHTS, cpu::mem(e.weights, wb)},
+                {DNNL_ARG_DIFF_SRC, cpu::mem(e.diff_src, dxb)}});
+  finish_output(e.diff_src_out, dxb, dx);
+  return dx.to_layout(x_layout);
+}
+
+// dW (and db) from dy and x already in the primitive's diff_dst and src formats.
+WeightGrads run_backward_weights(const BwdWeightsEntry& e, const Tensor& dy, const Tensor& x, const ConvDims& d,
+                                 const Shape& w_shape, bool with_bias) {
   WeightGrads out{Tensor::empty(w_shape, DType::kF32), with_bias ? Tensor::empty({d.O}, DType::kF32) : Tensor()};
-  const Tensor dwb = bind_output(e->diff_weights_out, out.dw);
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, cpu::mem(e->src, x)},
-                                       {DNNL_ARG_DIFF_DST, cpu::mem(e->diff_dst, dy)},
-                                       {DNNL_ARG_DIFF_WEIGHTS, cpu::mem(e->diff_weights, dwb)}};
-  if (with_bias) args.emplace(DNNL_ARG_DIFF_BIAS, cpu::mem(e->diff_bias, out.db));
-  cpu::execute(e->prim, e->scratch, std::move(args));
-  finish_output(e->diff_weights_out, dwb, out.dw);
+  const Tensor dwb = bind_output(e.diff_weights_out, out.dw);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, cpu::mem(e.src, x)},
+                                       {DNNL_ARG_DIFF_DST, cpu::mem(e.diff_dst, dy)},
+                                       {DNNL_ARG_DIFF_WEIGHTS, cpu::mem(e.diff_weights, dwb)}};
+  if (with_bias) args.emplace(DNNL_ARG_DIFF_BIAS, cpu::mem(e.diff_bias, out.db));
+  cpu::execute(e.prim, e.scratch, std::move(args));
+  finish_output(e.diff_weights_out, dwb, out.dw);
+  return out;
+}
+
+}  // namespace
+
+Tensor CpuBackend::conv2d_backward_data(const Tensor& dy_in, const Tensor& w, const Shape& x_shape, Layout x_layout,
+                                        const Conv2dGeometry& g) {
+  if (!is_f32(dy_in) || !is_f32(w)) return ReferenceBackend::conv2d_backward_data(dy_in, w, x_shape, x_layout, g);
+  check_weights(w);
+  const ConvDims d = conv_dims(x_shape, w.shape(), g);
+  check_dy(dy_in, d);
+  const auto e = backward_data_entry(d, g);
+  const Tensor dy = bind_input(e->diff_dst_in, dy_in.to_layout(cpu::compute_layout(d.O)));
+  return run_backward_data(*e, dy, w, d, x_shape, x_layout);
+}
+
+WeightGrads CpuBackend::conv2d_backward_weights(const Tensor& dy_in, const Tensor& x_in, const Shape& w_shape,
+                                                bool with_bias, const Conv2dGeometry& g) {
+  if (!is_f32(dy_in) || !is_f32(x_in))
+    return ReferenceBackend::conv2d_backward_weights(dy_in, x_in, w_shape, with_bias, g);
+  const ConvDims d = conv_dims(x_in.shape(), w_shape, g);
+  check_dy(dy_in, d);
+  const auto e = backward_weights_entry(d, g, with_bias);
+  const Tensor dy = bind_input(e->diff_dst_in, dy_in.to_layout(cpu::compute_layout(d.O)));
+  const Tensor x = bind_input(e->src_in, x_in.to_layout(cpu::compute_layout(d.C)));
+  return run_backward_weights(*e, dy, x, d, w_shape, with_bias);
+}
+
+// Both passes convert dy from dtrain's layout to their primitive's diff_dst format (in bf16,
+// rounding it); where the two formats are the same, which they are for every JIT kernel, dy is
+// converted once. x comes from the forward pass (`kept`) where its format is the one
+// backward-weights reads.
+ConvGrads CpuBackend::conv2d_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& kept, const Tensor& w,
+                                      bool need_dx, bool with_bias, const Conv2dGeometry& g) {
+  if (!is_f32(dy_in) || !is_f32(x_in) || !is_f32(w))
+    return Backend::conv2d_backward(dy_in, x_in, kept, w, need_dx, with_bias, g);
+  check_weights(w);
+  const ConvDims d = conv_dims(x_in.shape(), w.shape(), g);
+  check_dy(dy_in, d);
+  const Tensor dy_local = dy_in.to_layout(cpu::compute_layout(d.O));
+  const auto ew = backward_weights_entry(d, g, with_bias);
+  const Tensor dy_w = bind_input(ew->diff_dst_in, dy_local);
+  ConvGrads out;
+  if (need_dx) {
+    const auto ed = backward_data_entry(d, g);
+    const Tensor dy_d = ed->diff_dst == ew->diff_dst ? dy_w : bind_input(ed->diff_dst_in, dy_local);
+    out.dx = run_backward_data(*ed, dy_d, w, d, x_in.shape(), x_in.layout());
+  }
+  const bool use_kept = kept.defined() && forward_entry(d, g, with_bias)->src == ew->src;
+  const Tensor x = use_kept ? kept : bind_input(ew->src_in, x_in.to_layout(cpu::compute_layout(d.C)));
+  out.weights = run_backward_weights(*ew, dy_w, x, d, w.shape(), with_bias);
   return out;
 }
 

@@ -44,6 +44,10 @@ class CpuBackend : public ReferenceBackend {
                               const Conv2dGeometry& g) override;
   WeightGrads conv2d_backward_weights(const Tensor& dy, const Tensor& x, const Shape& w_shape, bool with_bias,
                                       const Conv2dGeometry& g) override;
+  Tensor conv2d_forward_keeping(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dGeometry& g,
+                                Tensor& kept) override;
+  ConvGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& kept, const Tensor& w, bool need_dx,
+                            bool with_bias, const Conv2dGeometry& g) override;
 
   PoolForward pool2d_forward(const Tensor& x, PoolKind kind, const Pool2dGeometry& g) override;
   Tensor pool2d_backward(const Tensor& dy, const Tensor& x, const PoolForward& fwd, PoolKind kind,
