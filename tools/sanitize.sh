@@ -52,9 +52,12 @@ if [ "$which" != tsan ]; then
   # CPU, 51 s instrumented: the same calibration code as calibrate_mpi_same_host, with the
   # unsynchronised blocks whose arithmetic calibration_test's Turns* cases check), and the Slurm
   # runs (slurm_start, slurm: minutes of waiting on the cluster for the training code the other
-  # runs check; the stop-signal path runs in resume_test's signal cases).
+  # runs check; the stop-signal path runs in resume_test's signal cases), and, for CI's 25 minutes,
+  # ps_cli (the parameter-server command's flag and mode matrix, 20 s plain: the protocol code runs
+  # in ps_mpi_np3/np4 and the ps unit tests) and calibrate_mpi_same_host (14 s plain: the
+  # calibration's arithmetic runs in calibration_test, its MPI runs in the plain suite only).
   ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" ctest --preset asan -j2 -L mpi \
-    -E 'comm_mpi_np[5-8]|mpi_loss_curve_(tree|butterfly|onetoall|mpi)|netns_loss_curve|calibrate_netns|calibrate_mpi_time_shared|ps_faults|ps_stop|mpi_sync_bn|mpi_pipeline_|^slurm' "$@"
+    -E 'comm_mpi_np[5-8]|mpi_loss_curve_(tree|butterfly|onetoall|mpi)|netns_loss_curve|calibrate_netns|calibrate_mpi_time_shared|calibrate_mpi_same_host|ps_cli|ps_faults|ps_stop|mpi_sync_bn|mpi_pipeline_|^slurm' "$@"
 fi
 
 if [ "$which" != asan ]; then

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "apps/dtrain/commands.h"
 #include "core/error.h"
@@ -47,6 +48,7 @@ struct ScheduleOptions {
   // --submit: run the queue on Slurm (schedule/slurm_backend.h).
   bool submit = false;
   schedule::SlurmRunOptions slurm;
+  std::string train_flags;  // --submit: more flags for every job, split at spaces
 };
 
 // tools/slurm/dtrain-job.sh in the source tree above the dtrain program, or
@@ -300,6 +302,9 @@ Action register_schedule(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::IsMember({"srun", "mpirun"}));
   c->add_option("--partition", o->slurm.partition, "--submit: the Slurm partition (default: the cluster's)");
+  c->add_option("--train-flags", o->train_flags,
+                "--submit: more flags for every job's dtrain train, space-separated (e.g. \"--allreduce ring --limit "
+                "4096\"); the model prices the trace's rows without them");
   c->add_option("--threads", o->slurm.threads, "--submit: compute threads of every rank")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -311,6 +316,8 @@ Action register_schedule(CLI::App& app) {
     o->ranks_given = ranks->count() > 0;
     o->profile_given = profile->count() > 0;
     if (o->submit) o->fixed_ranks = true;
+    std::istringstream words(o->train_flags);
+    for (std::string w; words >> w;) o->slurm.train_flags.push_back(w);
     return run_schedule(*o);
   };
 }

@@ -70,7 +70,8 @@ TEST(Pricing, EachRankCountIsTheModelsRunWithTheExchangeItChooses) {
   // A cluster that suspends: the stop costs its suspend seconds, the rest stays for resizes.
   c.preempt_by = dtrain::schedule::PreemptBy::kSuspend;
   c.suspend_seconds = 1.5;
-  const auto& suspended = dtrain::schedule::price_jobs(jobs, c, profile).jobs[0].preemption;
+  const PriceTable suspending = dtrain::schedule::price_jobs(jobs, c, profile);
+  const auto& suspended = suspending.jobs[0].preemption;
   EXPECT_TRUE(suspended.suspends);
   EXPECT_DOUBLE_EQ(suspended.suspend, 1.5);
   EXPECT_DOUBLE_EQ(suspended.total(), cost.total());

@@ -187,29 +187,32 @@ class SlurmTest(unittest.TestCase):
     def test_dtrain_schedule_submit_suspends_a_job_and_resumes_it_in_place_exactly(self):
         work = ROOT / "suspend"
         trace = ROOT / "suspend.csv"
-        # srtf: the short job arrives while the long one runs (the model prices lenet's epoch at
-        # 1.8 s on this profile, mlp's at 0.2 s), so the long one is suspended, not requeued.
+        # srtf: the short job arrives while the long one runs (the model prices lenet's two epochs
+        # at 3.6 s on this profile, mlp's one at 0.2 s), so the long one is suspended, not
+        # requeued. --limit keeps both short in fact; the model prices the rows without it.
         trace.write_text("name,model,dataset,epochs,batch,min_ranks,max_ranks,submit_time,priority\n"
-                         "long,lenet,fashion-mnist,1,64,2,2,0,0\n"
-                         "short,mlp,fashion-mnist,1,64,2,2,1.5,0\n")
+                         "long,lenet,fashion-mnist,2,64,2,2,0,0\n"
+                         "short,mlp,fashion-mnist,1,64,2,2,2,0\n")
+        limit = ["--limit", "4096"]
         out = run([DTRAIN, "schedule", "--trace", trace, "--nodes", "1", "--ranks-per-node", "2", "--profile",
                    "2xskylake-sp-upi", "--policy", "srtf", "--preempt", "suspend", "--json", "--submit",
-                   "--work-dir", work, "--launcher", "mpirun", "--job-script", JOB], timeout=300)
+                   "--work-dir", work, "--launcher", "mpirun", "--job-script", JOB, "--train-flags", " ".join(limit)],
+                  timeout=300)
         self.assertIn("(scontrol suspend", out.stderr)
         self.assertIn("(scontrol resume", out.stderr)
-        self.assertNotIn("requeuehold", out.stderr)
         jobs = {j["name"]: j for j in json.loads(out.stdout)["policies"][0]["jobs"]}
         self.assertEqual(jobs["long"]["preemptions"], 1)
         self.assertGreaterEqual(jobs["long"]["end_s"], jobs["short"]["end_s"])
-        self.assert_same_as_plain_mpirun_run(work / "long", "lenet", 1, "long")
-        self.assert_same_as_plain_mpirun_run(work / "short", "mlp", 1, "short")
+        self.assert_same_as_plain_mpirun_run(work / "long", "lenet", 2, "long", limit)
+        self.assert_same_as_plain_mpirun_run(work / "short", "mlp", 1, "short", limit)
 
-    def assert_same_as_plain_mpirun_run(self, directory, model, epochs, name):
+    def assert_same_as_plain_mpirun_run(self, directory, model, epochs, name, flags=()):
         """The last checkpoint in `directory` equals that of plain mpirun training `model` for `epochs`."""
-        plain = ROOT / f"plain-{model}-{epochs}"
+        plain = ROOT / f"plain-{model}-{epochs}{''.join(flags)}"
         if not plain.exists():
             run([*MPIRUN, "-np", "2", DTRAIN, "train", "--model", model, "--dataset", "fashion-mnist", "--epochs",
-                 epochs, "--batch", "64", "--threads", "1", "--checkpoint-dir", plain, "--log", ""], timeout=300)
+                 epochs, "--batch", "64", "--threads", "1", "--checkpoint-dir", plain, "--log", "", *flags],
+                timeout=300)
         final = max(directory.glob("ckpt-*.safetensors"))
         self.assertEqual(final.name, max(plain.glob("ckpt-*.safetensors")).name, name)
         self.assertEqual(final.read_bytes(), (plain / final.name).read_bytes(),
