@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (the fuzz preset: clang, ASan + UBSan) and runs each for SECONDS
-# (default 60), two at a time, starting from the seed corpora in fuzz/corpus. CI runs a 20 s
-# version; for a longer search run, e.g. an hour per target:
+# (default 60), two at a time, starting from the seed corpora in fuzz/corpus. CI leaves it out
+# (its 25 minutes): run it after changing a file reader; for a longer search, e.g. an hour per
+# target:
 #   tools/fuzz.sh 3600                  # every target
 #   tools/fuzz.sh 3600 safetensors      # one target
 # New inputs that reach new code are kept in build/fuzz/corpus/TARGET (pass that directory to
