@@ -80,6 +80,17 @@ def steps_done(directory):
     return sorted(int(p.stem.split("-")[1]) for p in d.glob("ckpt-*.safetensors")) if d.exists() else []
 
 
+def schedule_on_slurm(work, rows, *flags):
+    """dtrain schedule --submit of a queue of dtrain rows on the 2-rank cluster: its output and jobs by name."""
+    trace = pathlib.Path(f"{work}.csv")
+    trace.write_text("name,model,dataset,epochs,batch,min_ranks,max_ranks,submit_time,priority\n" +
+                     "".join(r + "\n" for r in rows))
+    out = run([DTRAIN, "schedule", "--trace", trace, "--nodes", "1", "--ranks-per-node", "2", "--profile",
+               "2xskylake-sp-upi", "--json", "--submit", "--work-dir", work, "--job-script", JOB, *flags],
+              timeout=300)
+    return out, {j["name"]: j for j in json.loads(out.stdout)["policies"][0]["jobs"]}
+
+
 def setUpModule():
     if shutil.which("slurmctld") is None or shutil.which("sbatch") is None:
         raise unittest.SkipTest("Slurm is not installed (tools/packages.txt: slurmctld slurmd slurm-client munge)")
@@ -167,14 +178,8 @@ class SlurmTest(unittest.TestCase):
 
     def test_dtrain_schedule_submit_runs_a_queue_in_policy_order_exactly(self):
         work = ROOT / "queue"
-        trace = ROOT / "queue.csv"
-        trace.write_text("name,model,dataset,epochs,batch,min_ranks,max_ranks,submit_time,priority\n"
-                         "first,mlp,fashion-mnist,2,64,2,2,0,0\n"
-                         "second,mlp,fashion-mnist,1,64,2,2,1,0\n")
-        out = run([DTRAIN, "schedule", "--trace", trace, "--nodes", "1", "--ranks-per-node", "2", "--profile",
-                   "2xskylake-sp-upi", "--policy", "fifo", "--json", "--submit", "--work-dir", work,
-                   "--job-script", JOB], timeout=300)
-        jobs = {j["name"]: j for j in json.loads(out.stdout)["policies"][0]["jobs"]}
+        _, jobs = schedule_on_slurm(work, ["first,mlp,fashion-mnist,2,64,2,2,0,0",
+                                             "second,mlp,fashion-mnist,1,64,2,2,1,0"], "--policy", "fifo")
         self.assertEqual(set(jobs), {"first", "second"})
         # fifo on 2 ranks: the second job waits for the first; both ran on the 2 ranks they asked.
         self.assertGreaterEqual(jobs["second"]["start_s"], jobs["first"]["end_s"] - 1.0)
@@ -186,21 +191,15 @@ class SlurmTest(unittest.TestCase):
 
     def test_dtrain_schedule_submit_suspends_a_job_and_resumes_it_in_place_exactly(self):
         work = ROOT / "suspend"
-        trace = ROOT / "suspend.csv"
         # srtf: the short job arrives while the long one runs (the model prices lenet's two epochs
         # at 3.6 s on this profile, mlp's one at 0.2 s), so the long one is suspended, not
         # requeued. --limit keeps both short in fact; the model prices the rows without it.
-        trace.write_text("name,model,dataset,epochs,batch,min_ranks,max_ranks,submit_time,priority\n"
-                         "long,lenet,fashion-mnist,2,64,2,2,0,0\n"
-                         "short,mlp,fashion-mnist,1,64,2,2,2,0\n")
         limit = ["--limit", "4096"]
-        out = run([DTRAIN, "schedule", "--trace", trace, "--nodes", "1", "--ranks-per-node", "2", "--profile",
-                   "2xskylake-sp-upi", "--policy", "srtf", "--preempt", "suspend", "--json", "--submit",
-                   "--work-dir", work, "--launcher", "mpirun", "--job-script", JOB, "--train-flags", " ".join(limit)],
-                  timeout=300)
+        out, jobs = schedule_on_slurm(work, ["long,lenet,fashion-mnist,2,64,2,2,0,0",
+                                             "short,mlp,fashion-mnist,1,64,2,2,2,0"], "--policy", "srtf",
+                                      "--preempt", "suspend", "--launcher", "mpirun", "--train-flags", " ".join(limit))
         self.assertIn("(scontrol suspend", out.stderr)
         self.assertIn("(scontrol resume", out.stderr)
-        jobs = {j["name"]: j for j in json.loads(out.stdout)["policies"][0]["jobs"]}
         self.assertEqual(jobs["long"]["preemptions"], 1)
         self.assertGreaterEqual(jobs["long"]["end_s"], jobs["short"]["end_s"])
         self.assert_same_as_plain_mpirun_run(work / "long", "lenet", 2, "long", limit)
