@@ -321,8 +321,9 @@ Profile calibrated_profile(const Calibration& c) {
     d.precisions.emplace_back("bf16",
                               PrecisionRates{rate("conv2d", c.device.bf16_conv2d), rate("linear", c.device.bf16_linear),
                                              Quantity{4, 0, 0,
-                                                      "dtrain's bf16 runs keep f32 activations between layers "
-                                                      "(tensor/kernels/cpu/compute_precision.h)"}});
+                                                      "dtrain's bf16 runs keep the ReLUs' outputs in bf16 and the "
+                                                      "other activations (convolution, batch norm, addition) in f32: "
+                                                      "charged at the larger (Backend::relu_forward_activation)"}});
   }
   d.memory_read =
       q(c.device.memory_read, fmt::format("{} MiB streamed read per rank (the largest activation at batch {}); {}",

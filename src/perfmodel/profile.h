@@ -91,7 +91,7 @@ struct PrecisionRates {
   Quantity conv2d, linear;
   // Bytes per activation element between layers in runs of this precision (optional; absent: 2
   // for the 16- and 8-bit precisions, as mixed-precision GPU training keeps them, 4 for tf32).
-  // dtrain's own bf16 runs keep f32 activations today: its calibrated profiles say 4.
+  // dtrain's own bf16 runs keep only the ReLUs' outputs in bf16: its calibrated profiles say 4.
   std::optional<Quantity> activation_bytes;
 };
 

@@ -84,6 +84,13 @@ class Backend {
   virtual Tensor mul(const Tensor& a, const Tensor& b) = 0;
   virtual Tensor relu_forward(const Tensor& x) = 0;
   virtual Tensor relu_backward(const Tensor& y, const Tensor& dy) = 0;  // dy * (y > 0)
+  // The ReLU of a layer's activation, in the type this backend keeps activations in between
+  // layers. The CPU backend in bf16 compute precision writes bf16: every kernel that reads
+  // it in bf16 (convolution, linear, pooling) would round it to bf16 anyway, so its consumers
+  // compute the same bits, it is rounded once instead of once per consumer and pass, and it is
+  // kept for the backward pass in half the bytes (PyTorch's CPU autocast keeps activations in
+  // bf16 too). The backward pass reads bf16 y and returns an f32 gradient.
+  virtual Tensor relu_forward_activation(const Tensor& x) { return relu_forward(x); }
   // Keep-mask with values 0 or 1/keep_prob, from a counter-based generator: element i's value
   // depends only on (seed, i), so masks are reproducible and independent of threading.
   virtual Tensor dropout_mask(const Shape& shape, double keep_prob, std::uint64_t seed) = 0;
@@ -171,6 +178,9 @@ void check_weight_destination(const Tensor& into, const Shape& shape);
 // output): channel-blocked in the blocking of this CPU's oneDNN kernels where the channels fill
 // the blocks (nChw16c with AVX-512, nChw8c without), else plain.
 Layout cpu_activation_layout(std::int64_t channels);
+// A bf16 activation (relu_forward_activation's output) widened to f32, for ops whose kernels read
+// only f32 (batch norm, the loss, elementwise products); any other tensor as it is.
+Tensor f32_operand(const Tensor& t);
 // Registers the backend for a device type (the CPU fast backend registers itself).
 void register_backend(DeviceType type, Backend* backend);
 

@@ -26,6 +26,8 @@ void check_weight_destination(const Tensor& into, const Shape& shape) {
            "a weight gradient of shape {} cannot be written into a tensor of shape {}", shape, into.shape());
 }
 
+Tensor f32_operand(const Tensor& t) { return t.defined() && t.dtype() == DType::kBF16 ? t.to(DType::kF32) : t; }
+
 void register_backend(DeviceType type, Backend* backend) { registry()[static_cast<std::size_t>(type)] = backend; }
 
 Backend& dispatch(Device device, DType dtype) {

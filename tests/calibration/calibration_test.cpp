@@ -86,7 +86,8 @@ TEST(Calibrate, OneProcessWritesAProfileThatLoadsAndValidates) {
 }
 
 // --precision bf16 also times the convolutions and linear layers in bf16: device.precisions.bf16,
-// with the f32 activations dtrain's bf16 runs keep, which predict --precision bf16 then prices.
+// with 4-byte activations (dtrain's bf16 runs keep the ReLUs' outputs alone in bf16), which
+// predict --precision bf16 then prices.
 TEST(Calibrate, Bf16RatesGoIntoTheProfilesPrecisions) {
   const auto path = std::filesystem::temp_directory_path() / "dtrain_calibrate_bf16_test.json";
   std::string out;

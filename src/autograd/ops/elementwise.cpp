@@ -12,14 +12,16 @@ Variable add(const Variable& a, const Variable& b) {
 
 Variable mul(const Variable& a, const Variable& b) {
   check_same_shape(a.data(), b.data(), "mul");
-  Tensor y = dispatch(a.data()).mul(a.data(), b.data());
-  return Variable::from_op(std::move(y), "mul", {a, b}, [ta = a.data(), tb = b.data()](const Tensor& g) {
-    return std::vector<Tensor>{dispatch(g).mul(g, tb.to_layout(g.layout())), dispatch(g).mul(g, ta.to_layout(g.layout()))};
+  const Tensor ta = f32_operand(a.data()), tb = f32_operand(b.data());
+  Tensor y = dispatch(ta).mul(ta, tb);
+  return Variable::from_op(std::move(y), "mul", {a, b}, [ta, tb](const Tensor& g) {
+    return std::vector<Tensor>{dispatch(g).mul(g, tb.to_layout(g.layout())),
+                               dispatch(g).mul(g, ta.to_layout(g.layout()))};
   });
 }
 
 Variable scale(const Variable& x, double alpha) {
-  Tensor y = x.data().clone();
+  Tensor y = f32_operand(x.data()).clone();
   dispatch(y).scale(y, alpha);
   return Variable::from_op(std::move(y), "scale", {x}, [alpha](const Tensor& g) {
     Tensor d = g.clone();
@@ -29,18 +31,17 @@ Variable scale(const Variable& x, double alpha) {
 }
 
 Variable relu(const Variable& x) {
-  Tensor y = dispatch(x.data()).relu_forward(x.data());
-  return Variable::from_op(y, "relu", {x}, [y](const Tensor& g) {
-    return std::vector<Tensor>{dispatch(g).relu_backward(y, g)};
-  });
+  Tensor y = dispatch(x.data()).relu_forward_activation(x.data());
+  return Variable::from_op(y, "relu", {x},
+                           [y](const Tensor& g) { return std::vector<Tensor>{dispatch(g).relu_backward(y, g)}; });
 }
 
 Variable dropout(const Variable& x, double p, std::uint64_t seed) {
   if (p < 0 || p >= 1) throw InputError(fmt::format("dropout probability must be in [0, 1), got {}", p));
   if (p == 0) return x;
-  Tensor mask =
-      dispatch(x.data()).dropout_mask(x.shape(), 1 - p, seed).to(x.data().dtype()).to_layout(x.data().layout());
-  Tensor y = dispatch(x.data()).mul(x.data(), mask);
+  const Tensor xt = f32_operand(x.data());
+  Tensor mask = dispatch(xt).dropout_mask(x.shape(), 1 - p, seed).to(xt.dtype()).to_layout(xt.layout());
+  Tensor y = dispatch(xt).mul(xt, mask);
   return Variable::from_op(std::move(y), "dropout", {x}, [mask](const Tensor& g) {
     return std::vector<Tensor>{dispatch(g).mul(g, mask.to_layout(g.layout()))};
   });

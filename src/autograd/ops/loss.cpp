@@ -9,7 +9,7 @@ Variable softmax_cross_entropy(const Variable& logits, const Tensor& labels, dou
   if (!(smoothing >= 0 && smoothing < 1)) {
     throw InputError(fmt::format("label smoothing must be in [0, 1), got {}", smoothing));
   }
-  const Tensor& z = logits.data();
+  const Tensor z = f32_operand(logits.data());
   if (z.dim() != 2 || labels.dim() != 1 || labels.size(0) != z.size(0)) {
     throw ShapeError(
         fmt::format("softmax_cross_entropy: logits {} and labels {} (need [N, K] and [N])", z.shape(), labels.shape()));

@@ -36,7 +36,7 @@ void add_moments(BatchNormMoments& m, const detail::NormalizedBatch& fwd) {
 
 Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& beta, BatchNormState& state,
                     bool training) {
-  const Tensor& xt = x.data();
+  const Tensor xt = f32_operand(x.data());
   if ((xt.dim() != 2 && xt.dim() != 4) || gamma.data().numel() != xt.size(1)) {
     throw ShapeError(fmt::format("batch_norm: input {} does not fit {} channels (need [N, C] or [N, C, H, W])",
                                  x.shape(), gamma.data().numel()));

@@ -11,6 +11,8 @@
 // reorders at its edges round the f32 tensors to bf16 on the way in (src and weights forward;
 // diff_dst and weights backward data; src and diff_dst backward weights), and every output, the
 // weight gradients included, stays f32 (oneDNN's bf16 training recipe: master weights in f32).
+// x may also arrive in bf16 (a ReLU's output: Backend::relu_forward_activation); a bf16 primitive
+// reads it as it is where dtrain's layout is its src format, and backward-weights reads it too.
 #include <string>
 
 #include "tensor/kernels/cpu/compute_precision.h"
@@ -60,8 +62,12 @@ memory::desc src_md(const ConvDims& d, Policy p, memory::data_type type) { retur
 memory::desc dst_md(const ConvDims& d, Policy p, memory::data_type type) {
   return act_md(d.N, d.O, d.OH, d.OW, p, type);
 }
-// dtrain's own layout of the input and output activations.
-memory::desc user_src_md(const ConvDims& d) { return cpu::md4(d.N, d.C, d.H, d.W, cpu::compute_layout(d.C)); }
+// dtrain's own layout of the input and output activations; the input may be a bf16 activation
+// (Backend::relu_forward_activation), which a bf16 primitive reads as it is where the formats agree.
+memory::desc user_src_md(const ConvDims& d, memory::data_type type = memory::data_type::f32) {
+  return cpu::md4(d.N, d.C, d.H, d.W, cpu::compute_layout(d.C), type);
+}
+constexpr auto kBf16 = memory::data_type::bf16;
 memory::desc user_dst_md(const ConvDims& d) { return cpu::md4(d.N, d.O, d.OH, d.OW, cpu::compute_layout(d.O)); }
 memory::desc plain_weights_md(const ConvDims& d) {
   return {{d.O, d.C, d.KH, d.KW}, memory::data_type::f32, memory::format_tag::oihw};
@@ -160,7 +166,9 @@ void finish_output(const Reorder& r, const Tensor& buffer, const Tensor& t) {
 struct ConvFwdEntry {
   memory::desc src, dst, weights, bias, scratch;
   dnnl::convolution_forward prim;
-  Reorder src_in, weights_in, dst_out;
+  Reorder src_in, src_in_bf16, weights_in, dst_out;
+  // The reorder that brings x, f32 or bf16, into the primitive's src format.
+  const Reorder& src_reorder(const Tensor& x) const { return x.dtype() == DType::kBF16 ? src_in_bf16 : src_in; }
 };
 
 struct BwdDataEntry {
@@ -172,7 +180,8 @@ struct BwdDataEntry {
 struct BwdWeightsEntry {
   memory::desc src, diff_dst, diff_weights, diff_bias, scratch;
   dnnl::convolution_backward_weights prim;
-  Reorder src_in, diff_dst_in, diff_weights_out;
+  Reorder src_in, src_in_bf16, diff_dst_in, diff_weights_out;
+  const Reorder& src_reorder(const Tensor& x) const { return x.dtype() == DType::kBF16 ? src_in_bf16 : src_in; }
 };
 
 void check_weights(const Tensor& w) {
@@ -194,13 +203,15 @@ std::shared_ptr<const ConvFwdEntry> forward_entry(const ConvDims& d, const Conv2
                         pd.scratchpad_desc(),
                         dnnl::convolution_forward(pd),
                         Reorder(user_src_md(d), pd.src_desc()),
+                        Reorder(user_src_md(d, kBf16), pd.src_desc()),
                         Reorder(plain_weights_md(d), pd.weights_desc()),
                         Reorder(pd.dst_desc(), user_dst_md(d))};
   });
 }
 
 // The forward pass; in bf16, `kept` (when given) receives x rounded to bf16 in the primitive's
-// src format, which the backward-weights primitive reads too.
+// src format, which the backward-weights primitive reads too (unless x is a bf16 activation that
+// the primitive reads as it is: the backward reads x itself then).
 Tensor run_forward(const Tensor& x_in, const Tensor& w, const Tensor* b, const Conv2dGeometry& g, Tensor* kept) {
   check_weights(w);
   const ConvDims d = conv_dims(x_in.shape(), w.shape(), g);
@@ -209,8 +220,10 @@ Tensor run_forward(const Tensor& x_in, const Tensor& w, const Tensor* b, const C
   }
   const bool bias = b != nullptr;
   const auto e = forward_entry(d, g, bias);
-  const Tensor x = bind_input(e->src_in, x_in.to_layout(cpu::compute_layout(d.C)));
-  if (kept != nullptr && compute_precision() == ComputePrecision::kBF16 && e->src_in.needed) *kept = x;
+  const Tensor x_local = x_in.to_layout(cpu::compute_layout(d.C));
+  const Reorder& src_in = e->src_reorder(x_local);
+  const Tensor x = bind_input(src_in, x_local);
+  if (kept != nullptr && compute_precision() == ComputePrecision::kBF16 && src_in.needed) *kept = x;
   const Tensor wb = bind_input(e->weights_in, w);
   Tensor y = Tensor::empty({d.N, d.O, d.OH, d.OW}, DType::kF32, Device::cpu(), cpu::compute_layout(d.O));
   const Tensor yb = bind_output(e->dst_out, y);
@@ -226,14 +239,16 @@ Tensor run_forward(const Tensor& x_in, const Tensor& w, const Tensor* b, const C
 }  // namespace
 
 Tensor CpuBackend::conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dGeometry& g) {
-  if (!is_f32(x) || !is_f32(w) || (b != nullptr && !is_f32(*b))) return ReferenceBackend::conv2d_forward(x, w, b, g);
+  if (!is_f32_or_bf16(x) || !is_f32(w) || (b != nullptr && !is_f32(*b)))
+    return ReferenceBackend::conv2d_forward(x, w, b, g);
   return run_forward(x, w, b, g, nullptr);
 }
 
 Tensor CpuBackend::conv2d_forward_keeping(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dGeometry& g,
                                           Tensor& kept) {
   kept = Tensor();
-  if (!is_f32(x) || !is_f32(w) || (b != nullptr && !is_f32(*b))) return ReferenceBackend::conv2d_forward(x, w, b, g);
+  if (!is_f32_or_bf16(x) || !is_f32(w) || (b != nullptr && !is_f32(*b)))
+    return ReferenceBackend::conv2d_forward(x, w, b, g);
   return run_forward(x, w, b, g, &kept);
 }
 
@@ -284,6 +299,7 @@ std::shared_ptr<const BwdWeightsEntry> backward_weights_entry(const ConvDims& d,
                            pd.scratchpad_desc(),
                            bwd(pd),
                            Reorder(user_src_md(d), pd.src_desc()),
+                           Reorder(user_src_md(d, kBf16), pd.src_desc()),
                            Reorder(user_dst_md(d), pd.diff_dst_desc()),
                            Reorder(pd.diff_weights_desc(), plain_weights_md(d))};
   });
@@ -332,13 +348,14 @@ Tensor CpuBackend::conv2d_backward_data(const Tensor& dy_in, const Tensor& w, co
 
 WeightGrads CpuBackend::conv2d_backward_weights(const Tensor& dy_in, const Tensor& x_in, const Shape& w_shape,
                                                 bool with_bias, const Conv2dGeometry& g) {
-  if (!is_f32(dy_in) || !is_f32(x_in))
+  if (!is_f32(dy_in) || !is_f32_or_bf16(x_in))
     return ReferenceBackend::conv2d_backward_weights(dy_in, x_in, w_shape, with_bias, g);
   const ConvDims d = conv_dims(x_in.shape(), w_shape, g);
   check_dy(dy_in, d);
   const auto e = backward_weights_entry(d, g, with_bias);
   const Tensor dy = bind_input(e->diff_dst_in, dy_in.to_layout(cpu::compute_layout(d.O)));
-  const Tensor x = bind_input(e->src_in, x_in.to_layout(cpu::compute_layout(d.C)));
+  const Tensor x_local = x_in.to_layout(cpu::compute_layout(d.C));
+  const Tensor x = bind_input(e->src_reorder(x_local), x_local);
   return run_backward_weights(*e, dy, x, d, w_shape, with_bias);
 }
 
@@ -348,7 +365,7 @@ WeightGrads CpuBackend::conv2d_backward_weights(const Tensor& dy_in, const Tenso
 // backward-weights reads.
 ConvGrads CpuBackend::conv2d_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& kept, const Tensor& w,
                                       bool need_dx, bool with_bias, const Conv2dGeometry& g) {
-  if (!is_f32(dy_in) || !is_f32(x_in) || !is_f32(w))
+  if (!is_f32(dy_in) || !is_f32_or_bf16(x_in) || !is_f32(w))
     return Backend::conv2d_backward(dy_in, x_in, kept, w, need_dx, with_bias, g);
   check_weights(w);
   const ConvDims d = conv_dims(x_in.shape(), w.shape(), g);
@@ -363,7 +380,8 @@ ConvGrads CpuBackend::conv2d_backward(const Tensor& dy_in, const Tensor& x_in, c
     out.dx = run_backward_data(*ed, dy_d, w, d, x_in.shape(), x_in.layout());
   }
   const bool use_kept = kept.defined() && forward_entry(d, g, with_bias)->src == ew->src;
-  const Tensor x = use_kept ? kept : bind_input(ew->src_in, x_in.to_layout(cpu::compute_layout(d.C)));
+  const Tensor x_local = use_kept ? Tensor() : x_in.to_layout(cpu::compute_layout(d.C));
+  const Tensor x = use_kept ? kept : bind_input(ew->src_reorder(x_local), x_local);
   out.weights = run_backward_weights(*ew, dy_w, x, d, w.shape(), with_bias);
   return out;
 }

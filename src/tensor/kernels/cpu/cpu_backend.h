@@ -1,7 +1,8 @@
 // The fast CPU backend: oneDNN primitives (convolution, pooling, batch norm; activations kept in
 // nChw16c, or nChw8c on CPUs without AVX-512), oneDNN's sgemm or OpenBLAS for linear layers
-// (kernels/cpu/gemm.h), and OpenMP loops for elementwise work. f32 only: other dtypes run on the
-// reference implementation it derives from.
+// (kernels/cpu/gemm.h), and OpenMP loops for elementwise work. f32, plus bf16 activations in bf16
+// compute precision (relu_forward_activation; read by convolution, linear, pooling, ReLU and
+// addition): other dtypes run on the reference implementation it derives from.
 //
 // Layouts: 4-D kernels compute in the blocked layout (dnnl_util.h: compute_layout) when the
 // channel count fills its blocks and in plain layout otherwise (inputs in another layout are
@@ -29,6 +30,7 @@ class CpuBackend : public ReferenceBackend {
   Tensor mul(const Tensor& a, const Tensor& b) override;
   Tensor relu_forward(const Tensor& x) override;
   Tensor relu_backward(const Tensor& y, const Tensor& dy) override;
+  Tensor relu_forward_activation(const Tensor& x) override;
   Tensor dropout_mask(const Shape& shape, double keep_prob, std::uint64_t seed) override;
   double sum(const Tensor& x) override;
   double sum_of_squares(const Tensor& x) override;
@@ -69,6 +71,9 @@ class CpuBackend : public ReferenceBackend {
   void sgd_update(Tensor& w, const Tensor& g, Tensor& v, const SgdHyper& h) override;
   void rmsprop_update(Tensor& w, const Tensor& g, Tensor& s, const RmspropHyper& h) override;
   void adam_update(Tensor& w, const Tensor& g, Tensor& m, Tensor& v, const AdamHyper& h) override;
+
+ private:
+  static Tensor relu_to_bf16(const Tensor& x);
 };
 
 Backend& cpu_backend();
@@ -76,6 +81,8 @@ Backend& cpu_backend();
 // Whether a tensor (every tensor) is f32: the fast kernels' condition; other dtypes fall back to
 // the reference.
 inline bool is_f32(const Tensor& t) { return t.dtype() == DType::kF32; }
+// f32, or a bf16 activation (relu_forward_activation), as the activation-reading kernels take.
+inline bool is_f32_or_bf16(const Tensor& t) { return t.dtype() == DType::kF32 || t.dtype() == DType::kBF16; }
 inline bool all_f32(std::initializer_list<const Tensor*> ts) {
   for (const Tensor* t : ts) {
     if (!is_f32(*t)) return false;

@@ -51,8 +51,9 @@ void* thread_scratchpad(std::size_t bytes) {
   return pad.ptr;
 }
 
-dnnl::memory::desc md4(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, Layout layout) {
-  return {{n, c, h, w}, dt::f32, format_tag_of(layout)};
+dnnl::memory::desc md4(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, Layout layout,
+                       dnnl::memory::data_type type) {
+  return {{n, c, h, w}, type, format_tag_of(layout)};
 }
 
 dnnl::memory::format_tag format_tag_of(Layout layout) {

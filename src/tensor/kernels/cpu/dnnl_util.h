@@ -12,13 +12,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <dnnl.hpp>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
-
-#include <dnnl.hpp>
 
 #include "tensor/tensor.h"
 
@@ -34,11 +33,12 @@ dnnl::primitive_attr scratchpad_attr();
 // The calling thread's scratchpad, at least `bytes` large (grown, never shrunk).
 void* thread_scratchpad(std::size_t bytes);
 
-// Memory descriptor of a 4-D f32 tensor [N, C, H, W] stored in `layout`.
-dnnl::memory::desc md4(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, Layout layout);
+// Memory descriptor of a 4-D tensor [N, C, H, W] of `type` (f32 unless named) stored in `layout`.
+dnnl::memory::desc md4(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, Layout layout,
+                       dnnl::memory::data_type type = dnnl::memory::data_type::f32);
 dnnl::memory::format_tag format_tag_of(Layout layout);
 dnnl::memory::desc md_of(const Tensor& t);  // 4-D tensor (or [N, C], seen as [N, C, 1, 1])
-dnnl::memory::desc md1(std::int64_t n);      // 1-D f32 vector
+dnnl::memory::desc md1(std::int64_t n);     // 1-D f32 vector
 
 // A dnnl::memory over a tensor's storage (no copy).
 dnnl::memory mem(const dnnl::memory::desc& md, const Tensor& t);
@@ -62,7 +62,8 @@ struct CacheKeyHash {
 // meets a few dozen distinct shapes.
 class PrimitiveCacheBase {
  public:
-  std::shared_ptr<const void> find_or_build(const CacheKey& key, const std::function<std::shared_ptr<const void>()>& build);
+  std::shared_ptr<const void> find_or_build(const CacheKey& key,
+                                            const std::function<std::shared_ptr<const void>()>& build);
   std::size_t size() const;
   std::size_t misses() const;
 

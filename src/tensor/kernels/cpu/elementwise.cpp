@@ -3,6 +3,7 @@
 #include <bit>
 #include <cstring>
 
+#include "tensor/kernels/cpu/compute_precision.h"
 #include "tensor/kernels/cpu/cpu_backend.h"
 #include "tensor/layout.h"
 
@@ -45,17 +46,36 @@ void CpuBackend::copy(const Tensor& src, Tensor& dst) {
   ReferenceBackend::copy(src, dst);
 }
 
+namespace {
+
+// Loads element i of an f32 or bf16 operand as f32 (bf16 activations: relu_forward_activation).
+inline float load_f32(const void* p, bool bf16, std::int64_t i) {
+  return bf16 ? bf16_to_f32(static_cast<const std::uint16_t*>(p)[i]) : static_cast<const float*>(p)[i];
+}
+
+}  // namespace
+
+// The residual addition of a bf16 activation (the block's input) to an f32 one (its last batch
+// norm) writes f32, as every addition here does.
 Tensor CpuBackend::add(const Tensor& a, const Tensor& b_in) {
   check_same_shape(a, b_in, "add");
-  if (!is_f32(a) || !is_f32(b_in)) return ReferenceBackend::add(a, b_in);
+  if (!is_f32_or_bf16(a) || !is_f32_or_bf16(b_in)) return ReferenceBackend::add(a, b_in);
   const Tensor b = b_in.to_layout(a.layout());
-  Tensor out = Tensor::empty_like(a);
-  const float* x = a.data<float>();
-  const float* y = b.data<float>();
+  Tensor out = Tensor::empty(a.shape(), DType::kF32, a.device(), a.layout());
   float* o = out.data<float>();
   const std::int64_t n = a.numel();
+  if (is_f32(a) && is_f32(b)) {
+    const float* x = a.data<float>();
+    const float* y = b.data<float>();
 #pragma omp parallel for schedule(static) if (n > kElementwiseParallelMin)
-  for (std::int64_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
+    for (std::int64_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
+    return out;
+  }
+  const void* x = a.raw_data();
+  const void* y = b.raw_data();
+  const bool x16 = !is_f32(a), y16 = !is_f32(b);
+#pragma omp parallel for simd schedule(static) if (parallel : n > kElementwiseParallelMin)
+  for (std::int64_t i = 0; i < n; ++i) o[i] = load_f32(x, x16, i) + load_f32(y, y16, i);
   return out;
 }
 
@@ -95,6 +115,7 @@ Tensor CpuBackend::mul(const Tensor& a, const Tensor& b_in) {
 }
 
 Tensor CpuBackend::relu_forward(const Tensor& x) {
+  if (x.dtype() == DType::kBF16) return relu_to_bf16(x);
   if (!is_f32(x)) return ReferenceBackend::relu_forward(x);
   Tensor out = Tensor::empty_like(x);
   const float* s = x.data<float>();
@@ -105,15 +126,52 @@ Tensor CpuBackend::relu_forward(const Tensor& x) {
   return out;
 }
 
+Tensor CpuBackend::relu_forward_activation(const Tensor& x) {
+  if (compute_precision() != ComputePrecision::kBF16 || !is_f32_or_bf16(x)) return relu_forward(x);
+  return relu_to_bf16(x);
+}
+
+// max(x, 0) rounded to bf16 (ties to even, as f32_to_bf16; NaN stays NaN), from f32 or bf16 x.
+Tensor CpuBackend::relu_to_bf16(const Tensor& x) {
+  Tensor out = Tensor::empty(x.shape(), DType::kBF16, x.device(), x.layout());
+  auto* o = static_cast<std::uint16_t*>(out.raw_data());
+  const std::int64_t n = x.numel();
+  if (x.dtype() == DType::kBF16) {
+    const auto* s = static_cast<const std::uint16_t*>(x.raw_data());
+    // Bit patterns up to 0x7f80 (+inf) are +0 and the positive numbers; the rest are negative or
+    // NaN, which go to 0 as in the f32 loop.
+#pragma omp parallel for simd schedule(static) if (parallel : n > kElementwiseParallelMin)
+    for (std::int64_t i = 0; i < n; ++i) o[i] = s[i] <= 0x7f80u ? s[i] : std::uint16_t{0};
+    return out;
+  }
+  const float* s = x.data<float>();
+#pragma omp parallel for simd schedule(static) if (parallel : n > kElementwiseParallelMin)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = s[i] > 0.0f ? s[i] : 0.0f;
+    const std::uint32_t u = std::bit_cast<std::uint32_t>(v);
+    // Round to nearest even on the 16 dropped bits; a NaN never reaches here (v > 0 is false).
+    o[i] = static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  }
+  return out;
+}
+
+// dy * (y > 0) from f32 or bf16 y; the gradient is f32.
 Tensor CpuBackend::relu_backward(const Tensor& y, const Tensor& dy_in) {
   check_same_shape(y, dy_in, "relu_backward");
-  if (!is_f32(y) || !is_f32(dy_in)) return ReferenceBackend::relu_backward(y, dy_in);
+  if (!is_f32_or_bf16(y) || !is_f32(dy_in)) return ReferenceBackend::relu_backward(y, dy_in);
   const Tensor dy = dy_in.to_layout(y.layout());
-  Tensor out = Tensor::empty_like(y);
-  const float* s = y.data<float>();
+  Tensor out = Tensor::empty(y.shape(), DType::kF32, y.device(), y.layout());
   const float* g = dy.data<float>();
   float* o = out.data<float>();
   const std::int64_t n = y.numel();
+  if (y.dtype() == DType::kBF16) {
+    const auto* s = static_cast<const std::uint16_t*>(y.raw_data());
+    // y is max(x, 0): positive exactly when nonzero.
+#pragma omp parallel for simd schedule(static) if (parallel : n > kElementwiseParallelMin)
+    for (std::int64_t i = 0; i < n; ++i) o[i] = s[i] != 0 ? g[i] : 0.0f;
+    return out;
+  }
+  const float* s = y.data<float>();
 #pragma omp parallel for simd schedule(static) if (parallel : n > kElementwiseParallelMin)
   for (std::int64_t i = 0; i < n; ++i) o[i] = s[i] > 0.0f ? g[i] : 0.0f;
   return out;

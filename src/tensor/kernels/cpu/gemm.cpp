@@ -43,7 +43,7 @@ void matrix_multiply(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N,
                      const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
                      std::int64_t ldc) {
   if (compute_precision() == ComputePrecision::kBF16) {
-    gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    gemm_bf16(trans_a, trans_b, M, N, K, alpha, {A}, lda, {B}, ldb, beta, C, ldc);
   } else {
     sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   }

@@ -21,11 +21,19 @@ const char* gemm_library_name(GemmLibrary library);
 void sgemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
            std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
 
-// The same with op(A) and op(B) rounded to bf16 and multiplied on oneDNN's bf16 matmul (the CPU's
-// bf16 dot products), the sums and C in f32 (compute_precision.h; gemm_bf16.cpp). alpha 1 and
-// beta 0 or 1 only (what the linear layers use).
-void gemm_bf16(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-               std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
+// An operand of gemm_bf16 as stored: f32, or bf16 already (a bf16 activation:
+// Backend::relu_forward_activation), which is read as it is where it is stored dense.
+struct GemmBf16Operand {
+  const void* data = nullptr;
+  bool is_bf16 = false;
+};
+
+// The same as sgemm with op(A) and op(B) rounded to bf16 and multiplied on oneDNN's bf16 matmul (the
+// CPU's bf16 dot products), the sums and C in f32 (compute_precision.h; gemm_bf16.cpp). alpha 1
+// and beta 0 or 1 only (what the linear layers use).
+void gemm_bf16(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+               GemmBf16Operand A, std::int64_t lda, GemmBf16Operand B, std::int64_t ldb, float beta, float* C,
+               std::int64_t ldc);
 
 // sgemm, or gemm_bf16 where the compute precision is bf16: the linear layers' matrix products.
 void matrix_multiply(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,

@@ -3,16 +3,34 @@
 //   forward        y[N, O]  = x[N, I] w[O, I]^T (+ b, written first and accumulated with beta = 1)
 //   backward data  dx[N, I] = dy[N, O] w[O, I]
 //   backward wts   dw[O, I] = dy[N, O]^T x[N, I],  db[O] = column sums of dy
+// x may be a bf16 activation (Backend::relu_forward_activation): gemm_bf16 reads it as it is.
 #include <algorithm>
 
+#include "tensor/kernels/cpu/compute_precision.h"
 #include "tensor/kernels/cpu/cpu_backend.h"
 #include "tensor/kernels/cpu/gemm.h"
 #include "tensor/kernels/geometry.h"
 
 namespace dtrain {
+namespace {
 
-Tensor CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor* b) {
-  if (!is_f32(x) || !is_f32(w) || (b != nullptr && !is_f32(*b))) return ReferenceBackend::linear_forward(x, w, b);
+// Whether x is a bf16 activation that the bf16 matrix product reads as it is.
+bool bf16_activation(const Tensor& x) {
+  return x.dtype() == DType::kBF16 && compute_precision() == ComputePrecision::kBF16;
+}
+
+// x, or, for a bf16 activation in an f32 run, x widened to f32.
+Tensor linear_input(const Tensor& x) { return bf16_activation(x) ? x : f32_operand(x); }
+
+// The matrix product with x (plain [rows, cols]) as operand A or B.
+GemmBf16Operand operand(const Tensor& x) { return {x.raw_data(), x.dtype() == DType::kBF16}; }
+
+}  // namespace
+
+Tensor CpuBackend::linear_forward(const Tensor& x_in, const Tensor& w, const Tensor* b) {
+  const Tensor x = linear_input(x_in);
+  if (!is_f32(x) && !bf16_activation(x)) return ReferenceBackend::linear_forward(x, w, b);
+  if (!is_f32(w) || (b != nullptr && !is_f32(*b))) return ReferenceBackend::linear_forward(x, w, b);
   check_linear(x, w);
   const std::int64_t N = x.size(0), I = x.size(1), O = w.size(0);
   if (b != nullptr && b->numel() != O) {
@@ -28,8 +46,12 @@ Tensor CpuBackend::linear_forward(const Tensor& x, const Tensor& w, const Tensor
       for (std::int64_t o = 0; o < O; ++o) py[n * O + o] = pb[o];
     }
   }
-  matrix_multiply(false, true, N, O, I, 1.0f, x.data<float>(), I, w.data<float>(), I, b != nullptr ? 1.0f : 0.0f, py,
-                  O);
+  const float beta = b != nullptr ? 1.0f : 0.0f;
+  if (bf16_activation(x)) {
+    gemm_bf16(false, true, N, O, I, 1.0f, operand(x), I, {w.data<float>()}, I, beta, py, O);
+  } else {
+    matrix_multiply(false, true, N, O, I, 1.0f, x.data<float>(), I, w.data<float>(), I, beta, py, O);
+  }
   return y;
 }
 
@@ -43,9 +65,11 @@ Tensor CpuBackend::linear_backward_data(const Tensor& dy, const Tensor& w) {
   return dx;
 }
 
-WeightGrads CpuBackend::linear_backward_weights(const Tensor& dy, const Tensor& x, bool with_bias,
+WeightGrads CpuBackend::linear_backward_weights(const Tensor& dy, const Tensor& x_in, bool with_bias,
                                                 const Tensor* dw_into) {
-  if (!is_f32(dy) || !is_f32(x)) return ReferenceBackend::linear_backward_weights(dy, x, with_bias, dw_into);
+  const Tensor x = linear_input(x_in);
+  if (!is_f32(dy) || (!is_f32(x) && !bf16_activation(x)))
+    return ReferenceBackend::linear_backward_weights(dy, x, with_bias, dw_into);
   DT_CHECK(dy.dim() == 2 && x.dim() == 2 && dy.size(0) == x.size(0), "linear backward: gradient {} and input {}",
            dy.shape(), x.shape());
   const std::int64_t N = x.size(0), I = x.size(1), O = dy.size(1);
@@ -56,7 +80,11 @@ WeightGrads CpuBackend::linear_backward_weights(const Tensor& dy, const Tensor& 
   if (N == 0) {
     out.dw.fill(0.0);
   } else {
-    matrix_multiply(true, false, O, I, N, 1.0f, g, O, x.data<float>(), I, 0.0f, out.dw.data<float>(), I);
+    if (bf16_activation(x)) {
+      gemm_bf16(true, false, O, I, N, 1.0f, {g}, O, operand(x), I, 0.0f, out.dw.data<float>(), I);
+    } else {
+      matrix_multiply(true, false, O, I, N, 1.0f, g, O, x.data<float>(), I, 0.0f, out.dw.data<float>(), I);
+    }
   }
   if (with_bias) {
     float* db = out.db.data<float>();

@@ -2,7 +2,10 @@
 // each window's maximum, in oneDNN's own format) in PoolForward::workspace as an f32 tensor of
 // the workspace's bytes; the reference backend's workspace is i32 argmax indices, so a backward
 // pass handed a workspace it does not recognise recomputes the forward pass. Average pooling
-// divides by the full window, padding included (pooling_avg_include_padding).
+// divides by the full window, padding included (pooling_avg_include_padding). A bf16 activation
+// (Backend::relu_forward_activation) pools in bf16 to a bf16 output (exact for max pooling; for
+// average pooling the rounding that its bf16 consumer would do); the backward pass stays f32 and
+// reads the bf16 forward's workspace where its format is the f32 one's.
 #include "tensor/kernels/cpu/cpu_backend.h"
 #include "tensor/kernels/cpu/dnnl_util.h"
 #include "tensor/kernels/geometry.h"
@@ -14,9 +17,11 @@ using cpu::CacheKey;
 using cpu::OpTag;
 using dnnl::memory;
 
-CacheKey pool_key(OpTag op, const PoolDims& d, Layout layout, PoolKind kind, const Pool2dGeometry& g) {
+CacheKey pool_key(OpTag op, const PoolDims& d, Layout layout, PoolKind kind, const Pool2dGeometry& g,
+                  memory::data_type type) {
   return {{static_cast<std::int64_t>(op), d.N, d.C, d.H, d.W, static_cast<std::int64_t>(layout),
-           static_cast<std::int64_t>(kind), g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.pad_h, g.pad_w}};
+           static_cast<std::int64_t>(kind), g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.pad_h, g.pad_w,
+           static_cast<std::int64_t>(type)}};
 }
 
 dnnl::algorithm algorithm_of(PoolKind kind) {
@@ -24,11 +29,11 @@ dnnl::algorithm algorithm_of(PoolKind kind) {
 }
 
 dnnl::pooling_forward::primitive_desc forward_pd(const PoolDims& d, Layout layout, PoolKind kind,
-                                                 const Pool2dGeometry& g) {
+                                                 const Pool2dGeometry& g, memory::data_type type) {
   const dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_training, algorithm_of(kind),
-                                         cpu::md4(d.N, d.C, d.H, d.W, layout), cpu::md4(d.N, d.C, d.OH, d.OW, layout),
-                                         {g.stride_h, g.stride_w}, {g.kernel_h, g.kernel_w}, {g.pad_h, g.pad_w},
-                                         {g.pad_h, g.pad_w});
+                                         cpu::md4(d.N, d.C, d.H, d.W, layout, type),
+                                         cpu::md4(d.N, d.C, d.OH, d.OW, layout, type), {g.stride_h, g.stride_w},
+                                         {g.kernel_h, g.kernel_w}, {g.pad_h, g.pad_w}, {g.pad_h, g.pad_w});
   return {desc, cpu::scratchpad_attr(), cpu::dnnl_engine()};
 }
 
@@ -46,18 +51,27 @@ Tensor bytes_tensor(std::size_t bytes) {
   return Tensor::empty({static_cast<std::int64_t>((bytes + sizeof(float) - 1) / sizeof(float))}, DType::kF32);
 }
 
-}  // namespace
+memory::data_type pool_type_of(const Tensor& x) {
+  return x.dtype() == DType::kBF16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
 
-PoolForward CpuBackend::pool2d_forward(const Tensor& x, PoolKind kind, const Pool2dGeometry& g) {
-  if (x.dtype() != DType::kF32) return ReferenceBackend::pool2d_forward(x, kind, g);
-  const PoolDims d = pool_dims(x.shape(), g);
-  const Layout layout = x.layout();
-  const auto e = cpu::cached<PoolFwdEntry>(pool_key(OpTag::kPoolFwd, d, layout, kind, g), [&] {
-    const auto pd = forward_pd(d, layout, kind, g);
+std::shared_ptr<const PoolFwdEntry> forward_entry(const PoolDims& d, Layout layout, PoolKind kind,
+                                                  const Pool2dGeometry& g, memory::data_type type) {
+  return cpu::cached<PoolFwdEntry>(pool_key(OpTag::kPoolFwd, d, layout, kind, g, type), [&] {
+    const auto pd = forward_pd(d, layout, kind, g, type);
     return PoolFwdEntry{pd.src_desc(), pd.dst_desc(), pd.workspace_desc(), pd.scratchpad_desc(),
                         dnnl::pooling_forward(pd)};
   });
-  PoolForward out{Tensor::empty({d.N, d.C, d.OH, d.OW}, DType::kF32, Device::cpu(), layout), Tensor()};
+}
+
+}  // namespace
+
+PoolForward CpuBackend::pool2d_forward(const Tensor& x, PoolKind kind, const Pool2dGeometry& g) {
+  if (!is_f32_or_bf16(x)) return ReferenceBackend::pool2d_forward(x, kind, g);
+  const PoolDims d = pool_dims(x.shape(), g);
+  const Layout layout = x.layout();
+  const auto e = forward_entry(d, layout, kind, g, pool_type_of(x));
+  PoolForward out{Tensor::empty({d.N, d.C, d.OH, d.OW}, x.dtype(), Device::cpu(), layout), Tensor()};
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, cpu::mem(e->src, x)}, {DNNL_ARG_DST, cpu::mem(e->dst, out.y)}};
   const std::size_t ws_bytes = e->workspace.get_size();
   if (ws_bytes > 0) {
@@ -70,7 +84,7 @@ PoolForward CpuBackend::pool2d_forward(const Tensor& x, PoolKind kind, const Poo
 
 Tensor CpuBackend::pool2d_backward(const Tensor& dy_in, const Tensor& x, const PoolForward& fwd, PoolKind kind,
                                    const Pool2dGeometry& g) {
-  if (dy_in.dtype() != DType::kF32 || x.dtype() != DType::kF32) {
+  if (!is_f32(dy_in) || !is_f32_or_bf16(x)) {
     return ReferenceBackend::pool2d_backward(dy_in, x, fwd, kind, g);
   }
   const PoolDims d = pool_dims(x.shape(), g);
@@ -79,8 +93,8 @@ Tensor CpuBackend::pool2d_backward(const Tensor& dy_in, const Tensor& x, const P
                                  d.N, d.C, d.OH, d.OW));
   }
   const Layout layout = x.layout();
-  const auto e = cpu::cached<PoolBwdEntry>(pool_key(OpTag::kPoolBwd, d, layout, kind, g), [&] {
-    const auto hint = forward_pd(d, layout, kind, g);
+  const auto e = cpu::cached<PoolBwdEntry>(pool_key(OpTag::kPoolBwd, d, layout, kind, g, memory::data_type::f32), [&] {
+    const auto hint = forward_pd(d, layout, kind, g, memory::data_type::f32);
     const dnnl::pooling_backward::desc desc(algorithm_of(kind), cpu::md4(d.N, d.C, d.H, d.W, layout),
                                             cpu::md4(d.N, d.C, d.OH, d.OW, layout), {g.stride_h, g.stride_w},
                                             {g.kernel_h, g.kernel_w}, {g.pad_h, g.pad_w}, {g.pad_h, g.pad_w});
@@ -96,8 +110,11 @@ Tensor CpuBackend::pool2d_backward(const Tensor& dy_in, const Tensor& x, const P
   Tensor ws;
   if (ws_bytes > 0) {
     ws = fwd.workspace;
-    if (!ws.defined() || ws.dtype() != DType::kF32 || ws.nbytes() < ws_bytes) {
-      ws = pool2d_forward(x, kind, g).workspace;  // the forward ran elsewhere (reference kernels)
+    // The forward ran elsewhere (reference kernels), or in bf16 with a workspace of another format.
+    const bool ws_fits =
+        x.dtype() == DType::kF32 || forward_entry(d, layout, kind, g, pool_type_of(x))->workspace == e->workspace;
+    if (!ws_fits || !ws.defined() || ws.dtype() != DType::kF32 || ws.nbytes() < ws_bytes) {
+      ws = pool2d_forward(x.to(DType::kF32), kind, g).workspace;
     }
     args.emplace(DNNL_ARG_WORKSPACE, cpu::mem(e->workspace, ws));
   }

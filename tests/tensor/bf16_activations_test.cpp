@@ -1,0 +1,252 @@
+// Activations kept in bf16 between layers (Backend::relu_forward_activation): in bf16 compute
+// precision a ReLU writes its output rounded to bf16, and the kernels that read it (convolution,
+// linear, pooling, ReLU, addition) must compute from it exactly what they compute from the same
+// values in f32, since their bf16 primitives round their inputs to bf16 anyway. So every check
+// below is bit equality against the f32 path on the widened values, except average pooling, whose
+// bf16 output is the f32 average rounded once. Skipped on CPUs without bf16 dot products.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "autograd/ops/conv.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/linear.h"
+#include "autograd/ops/loss.h"
+#include "autograd/ops/norm.h"
+#include "autograd/ops/pool.h"
+#include "autograd/ops/shape.h"
+#include "autograd/variable.h"
+#include "tensor/allocator.h"
+#include "tensor/backend.h"
+#include "tensor/kernels/cpu/compute_precision.h"
+#include "tensor/kernels/cpu/cpu_backend.h"
+#include "tensor/tensor.h"
+
+namespace dtrain::bf16_activations_test {
+namespace {
+
+Tensor random_tensor(const Shape& shape, std::mt19937& rng, Layout layout = Layout::kPlain) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<std::size_t>(shape.numel()));
+  for (float& x : v) x = dist(rng);
+  return Tensor::from_vector(v, shape).to_layout(layout);
+}
+
+void expect_same_bits(const Tensor& got, const Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  const std::vector<float> a = got.to_vector(), b = want.to_vector();
+  std::size_t differing = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) differing += std::memcmp(&a[i], &b[i], sizeof(float)) != 0 ? 1 : 0;
+  EXPECT_EQ(differing, 0u) << what << ": " << differing << " of " << a.size() << " elements differ";
+}
+
+struct InBf16 {
+  InBf16() { set_compute_precision(ComputePrecision::kBF16); }
+  ~InBf16() { set_compute_precision(ComputePrecision::kF32); }
+};
+
+TEST(Bf16Activations, ReluWritesTheRoundedReluAndItsBackwardMasksAsInF32) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  Backend& fast = cpu_backend();
+  std::mt19937 rng(3);
+  for (const Layout layout : {Layout::kPlain, cpu_activation_layout(32)}) {
+    Tensor x = random_tensor({2, 32, 5, 5}, rng).to_plain();
+    // Edge values: a tie that rounds to even, NaN, infinities, both zeros.
+    const float tie = std::bit_cast<float>(0x3f808000u);  // halfway between two bf16: rounds down to even
+    const float specials[] = {tie,
+                              std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::infinity(),
+                              -std::numeric_limits<float>::infinity(),
+                              0.0f,
+                              -0.0f};
+    for (std::size_t i = 0; i < std::size(specials); ++i) x.data<float>()[i] = specials[i];
+    x = x.to_layout(layout);
+    const Tensor dy = random_tensor(x.shape(), rng, layout);
+    Tensor y, dx;
+    {
+      const InBf16 bf16;
+      y = fast.relu_forward_activation(x);
+      dx = fast.relu_backward(y, dy);
+    }
+    EXPECT_EQ(y.dtype(), DType::kBF16);
+    EXPECT_EQ(y.layout(), layout);
+    EXPECT_EQ(dx.dtype(), DType::kF32);
+    const Tensor y_ref = reference_backend().relu_forward(x);
+    expect_same_bits(y, round_to_bf16(y_ref), "relu forward");
+    expect_same_bits(dx, reference_backend().relu_backward(y_ref, dy), "relu backward");
+    EXPECT_EQ(y.to_plain().to(DType::kF32).data<float>()[0], 1.0f);  // the tie went to the even neighbour
+  }
+  // Outside bf16 the activation stays f32.
+  EXPECT_EQ(fast.relu_forward_activation(random_tensor({4, 4}, rng)).dtype(), DType::kF32);
+}
+
+// A bf16 activation and its widened f32 copy: what a consumer must treat alike.
+struct Activation {
+  Tensor bf16, f32;
+};
+Activation activation(const Shape& shape, std::mt19937& rng, Layout layout) {
+  const InBf16 bf16;
+  Activation a;
+  a.bf16 = cpu_backend().relu_forward_activation(random_tensor(shape, rng, layout));
+  a.f32 = a.bf16.to(DType::kF32);
+  return a;
+}
+
+TEST(Bf16Activations, ConvolutionsReadABf16InputAsTheyReadItsF32Value) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  Backend& fast = cpu_backend();
+  std::mt19937 rng(5);
+  // A blocked input (a ResNet block's) and a plain one (lenet's 6-channel second layer).
+  for (const std::int64_t channels : {16, 6}) {
+    const Activation x = activation({4, channels, 12, 12}, rng, cpu_activation_layout(channels));
+    const Tensor w = random_tensor({16, channels, 3, 3}, rng), b = random_tensor({16}, rng);
+    const Conv2dGeometry g{1, 1, 1, 1};
+    const Tensor dy = random_tensor({4, 16, 12, 12}, rng, cpu_activation_layout(16));
+    const std::string what = fmt::format("{} channels", channels);
+    {
+      const InBf16 bf16;
+      Tensor kept16, kept32;
+      expect_same_bits(fast.conv2d_forward_keeping(x.bf16, w, &b, g, kept16),
+                       fast.conv2d_forward_keeping(x.f32, w, &b, g, kept32), what + " forward");
+      const ConvGrads from16 = fast.conv2d_backward(dy, x.bf16, kept16, w, true, true, g);
+      const ConvGrads from32 = fast.conv2d_backward(dy, x.f32, kept32, w, true, true, g);
+      expect_same_bits(from16.dx, from32.dx, what + " backward data");
+      expect_same_bits(from16.weights.dw, from32.weights.dw, what + " backward weights");
+      expect_same_bits(fast.conv2d_backward_weights(dy, x.bf16, w.shape(), true, g).dw, from32.weights.dw,
+                       what + " backward weights alone");
+    }
+    // In f32, the bf16 value is widened and computed on as f32.
+    expect_same_bits(fast.conv2d_forward(x.bf16, w, &b, g), fast.conv2d_forward(x.f32, w, &b, g), what + " f32");
+  }
+}
+
+TEST(Bf16Activations, LinearLayersReadABf16InputAsTheyReadItsF32Value) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  Backend& fast = cpu_backend();
+  std::mt19937 rng(9);
+  const Activation x = activation({8, 40}, rng, Layout::kPlain);
+  const Tensor w = random_tensor({12, 40}, rng), b = random_tensor({12}, rng), dy = random_tensor({8, 12}, rng);
+  {
+    const InBf16 bf16;
+    expect_same_bits(fast.linear_forward(x.bf16, w, &b), fast.linear_forward(x.f32, w, &b), "forward");
+    const WeightGrads g16 = fast.linear_backward_weights(dy, x.bf16, true, nullptr);
+    const WeightGrads g32 = fast.linear_backward_weights(dy, x.f32, true, nullptr);
+    expect_same_bits(g16.dw, g32.dw, "backward weights");
+    expect_same_bits(g16.db, g32.db, "backward bias");
+  }
+  expect_same_bits(fast.linear_forward(x.bf16, w, &b), fast.linear_forward(x.f32, w, &b), "f32 forward");
+}
+
+TEST(Bf16Activations, PoolingKeepsBf16ForwardAndAnF32Backward) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  Backend& fast = cpu_backend();
+  std::mt19937 rng(11);
+  for (const std::int64_t channels : {16, 6}) {
+    const Activation x = activation({2, channels, 8, 8}, rng, cpu_activation_layout(channels));
+    const Pool2dGeometry g;  // 2x2, stride 2
+    const Tensor dy = random_tensor({2, channels, 4, 4}, rng, x.f32.layout());
+    for (const PoolKind kind : {PoolKind::kMax, PoolKind::kAvg}) {
+      const std::string what =
+          fmt::format("{} pooling, {} channels", kind == PoolKind::kMax ? "max" : "average", channels);
+      const InBf16 bf16;
+      const PoolForward f16 = fast.pool2d_forward(x.bf16, kind, g), f32 = fast.pool2d_forward(x.f32, kind, g);
+      EXPECT_EQ(f16.y.dtype(), DType::kBF16) << what;
+      // The maximum of bf16 values is one of them; the average is the f32 one rounded once.
+      expect_same_bits(f16.y, kind == PoolKind::kMax ? f32.y : round_to_bf16(f32.y), what + " forward");
+      const Tensor dx = fast.pool2d_backward(dy, x.bf16, f16, kind, g);
+      EXPECT_EQ(dx.dtype(), DType::kF32) << what;
+      expect_same_bits(dx, fast.pool2d_backward(dy, x.f32, f32, kind, g), what + " backward");
+    }
+  }
+}
+
+TEST(Bf16Activations, AddingABf16ActivationToAnF32OneGivesTheF32SumOfTheWidenedValues) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  std::mt19937 rng(13);
+  const Layout blocked = cpu_activation_layout(16);
+  const Activation a = activation({2, 16, 4, 4}, rng, blocked);
+  const Tensor b = random_tensor({2, 16, 4, 4}, rng, blocked);
+  const Tensor want = cpu_backend().add(b, a.f32);
+  for (const Tensor& got : {cpu_backend().add(b, a.bf16), cpu_backend().add(a.bf16, b)}) {
+    EXPECT_EQ(got.dtype(), DType::kF32);
+    expect_same_bits(got, want, "mixed add");
+  }
+}
+
+// A conv -> batch norm -> ReLU -> conv -> ReLU -> pool -> linear -> loss chain, the shape of lenet
+// and of a ResNet block, through autograd: in bf16 its ReLU outputs are bf16, every gradient is
+// f32 and close to the f32 run's, and the tensors the graph keeps for backward take fewer bytes
+// than in f32 (where before they took more: the convolutions kept a bf16 copy of an f32 input).
+struct ChainRun {
+  std::vector<Tensor> grads;
+  DType hidden_dtype = DType::kF32;
+  std::size_t graph_bytes = 0;  // allocator bytes in use while the graph is alive, above the start
+};
+
+ChainRun run_chain(const std::vector<Tensor>& params, const Tensor& input, const Tensor& labels) {
+  std::vector<Variable> p;
+  for (const Tensor& t : params) p.emplace_back(t.clone(), true);
+  const std::size_t before = cpu_allocator_stats().bytes_in_use;
+  ChainRun run;
+  {
+    ops::BatchNormState bn;
+    bn.track_running_stats = false;
+    const Conv2dGeometry same{1, 1, 1, 1};
+    Variable h = ops::conv2d(Variable(input), p[0], Variable(), same);
+    h = ops::relu(ops::batch_norm(h, p[1], p[2], bn, true));
+    run.hidden_dtype = h.data().dtype();
+    h = ops::relu(ops::conv2d(h, p[3], Variable(), same));
+    h = ops::max_pool2d(h, Pool2dGeometry{});
+    Variable loss = ops::softmax_cross_entropy(ops::linear(ops::flatten(h), p[4], p[5]), labels, 0.0);
+    run.graph_bytes = cpu_allocator_stats().bytes_in_use - before;
+    loss.backward();
+  }
+  for (const Variable& v : p) run.grads.push_back(v.grad().to_plain());
+  return run;
+}
+
+TEST(Bf16Activations, AChainKeepsItsReluOutputsInBf16WithF32GradientsAndFewerBytes) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  std::mt19937 rng(17);
+  const std::int64_t N = 16, C = 16, HW = 16;
+  const std::vector<Tensor> params = {random_tensor({C, 3, 3, 3}, rng),
+                                      random_tensor({C}, rng),
+                                      random_tensor({C}, rng),
+                                      random_tensor({C, C, 3, 3}, rng),
+                                      random_tensor({10, C * HW * HW / 4}, rng),
+                                      random_tensor({10}, rng)};
+  const Tensor input = random_tensor({N, 3, HW, HW}, rng);
+  std::vector<float> label_values(N);
+  for (std::int64_t i = 0; i < N; ++i) label_values[static_cast<std::size_t>(i)] = static_cast<float>(i % 10);
+  const Tensor labels = Tensor::from_vector(label_values, {N}, DType::kI32);
+  const ChainRun f32 = run_chain(params, input, labels);
+  ChainRun bf16;
+  {
+    const InBf16 in_bf16;
+    bf16 = run_chain(params, input, labels);
+  }
+  EXPECT_EQ(f32.hidden_dtype, DType::kF32);
+  EXPECT_EQ(bf16.hidden_dtype, DType::kBF16);
+  EXPECT_LT(bf16.graph_bytes, f32.graph_bytes * 9 / 10) << "f32 " << f32.graph_bytes << " bf16 " << bf16.graph_bytes;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(bf16.grads[i].dtype(), DType::kF32);
+    // bf16 compute itself moves these gradients from f32's by up to 0.076 of the largest (the first
+    // convolution's, behind batch norm's backward, which subtracts two projections of dy): that
+    // much with f32 activations, 0.098 with bf16 ones, where max pooling's ties among values that
+    // round alike can pick another element of a window.
+    const std::vector<float> a = bf16.grads[i].to_vector(), b = f32.grads[i].to_vector();
+    double gap = 0, scale = 1e-30;
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      gap = std::max(gap, static_cast<double>(std::abs(a[k] - b[k])));
+      scale = std::max(scale, static_cast<double>(std::abs(b[k])));
+    }
+    EXPECT_LT(gap / scale, 0.15) << "parameter " << i;
+  }
+}
+
+}  // namespace
+}  // namespace dtrain::bf16_activations_test
