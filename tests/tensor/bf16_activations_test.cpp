@@ -80,6 +80,12 @@ TEST(Bf16Activations, ReluWritesTheRoundedReluAndItsBackwardMasksAsInF32) {
     expect_same_bits(dx, reference_backend().relu_backward(y_ref, dy), "relu backward");
     EXPECT_EQ(y.to_plain().to(DType::kF32).data<float>()[0], 1.0f);  // the tie went to the even neighbour
   }
+  // A bf16 y that is no ReLU's output (negative values, NaN) masks as y > 0 does in f32.
+  Tensor mixed = random_tensor({64}, rng);
+  mixed.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  const Tensor mixed16 = mixed.to(DType::kBF16), g = random_tensor({64}, rng);
+  expect_same_bits(fast.relu_backward(mixed16, g), reference_backend().relu_backward(mixed16.to(DType::kF32), g),
+                   "relu backward of any bf16 y");
   // Outside bf16 the activation stays f32.
   EXPECT_EQ(fast.relu_forward_activation(random_tensor({4, 4}, rng)).dtype(), DType::kF32);
 }

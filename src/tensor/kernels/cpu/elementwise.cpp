@@ -131,7 +131,8 @@ Tensor CpuBackend::relu_forward_activation(const Tensor& x) {
   return relu_to_bf16(x);
 }
 
-// max(x, 0) rounded to bf16 (ties to even, as f32_to_bf16; NaN stays NaN), from f32 or bf16 x.
+// max(x, 0) rounded to bf16 (ties to even, as f32_to_bf16; NaN goes to 0, as in the f32 loop),
+// from f32 or bf16 x.
 Tensor CpuBackend::relu_to_bf16(const Tensor& x) {
   Tensor out = Tensor::empty(x.shape(), DType::kBF16, x.device(), x.layout());
   auto* o = static_cast<std::uint16_t*>(out.raw_data());
@@ -166,9 +167,9 @@ Tensor CpuBackend::relu_backward(const Tensor& y, const Tensor& dy_in) {
   const std::int64_t n = y.numel();
   if (y.dtype() == DType::kBF16) {
     const auto* s = static_cast<const std::uint16_t*>(y.raw_data());
-    // y is max(x, 0): positive exactly when nonzero.
+    // y > 0 for the bit patterns 0x0001 (the smallest positive) to 0x7f80 (+inf).
 #pragma omp parallel for simd schedule(static) if (parallel : n > kElementwiseParallelMin)
-    for (std::int64_t i = 0; i < n; ++i) o[i] = s[i] != 0 ? g[i] : 0.0f;
+    for (std::int64_t i = 0; i < n; ++i) o[i] = s[i] != 0 && s[i] <= 0x7f80u ? g[i] : 0.0f;
     return out;
   }
   const float* s = y.data<float>();
