@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <bit>
 #include <cstring>
 #include <dnnl.hpp>
 
@@ -56,14 +55,8 @@ Tensor round_to_bf16(const Tensor& t) {
 }
 
 void round_to_bf16(const float* src, std::uint16_t* dst, std::int64_t n) {
-  // f32_to_bf16 (dtype.h) without branches, so that the loop vectorises.
 #pragma omp parallel for simd schedule(static) if (parallel : n > (1 << 16))
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::uint32_t x = std::bit_cast<std::uint32_t>(src[i]);
-    const auto rounded = static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-    const auto quiet_nan = static_cast<std::uint16_t>((x >> 16) | 0x40u);
-    dst[i] = (x & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded;
-  }
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = bf16_rounded(src[i]);
 }
 
 }  // namespace dtrain

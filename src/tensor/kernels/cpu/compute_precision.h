@@ -5,6 +5,7 @@
 // kernel is the f32 kernel on bf16-rounded inputs (round_to_bf16).
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <string>
 
@@ -26,6 +27,15 @@ bool cpu_has_bf16();
 
 // Every element of a plain f32 tensor rounded to the nearest bf16 (ties to even), kept in f32.
 Tensor round_to_bf16(const Tensor& t);
+// f32_to_bf16 (dtype.h) without branches, so that loops over it vectorise: nearest bf16, ties to
+// even; a NaN stays a quiet NaN.
+inline std::uint16_t bf16_rounded(float f) {
+  const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  const auto rounded = static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+  const auto quiet_nan = static_cast<std::uint16_t>((x >> 16) | 0x40u);
+  return (x & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded;
+}
+
 // dst[i] = src[i] rounded to the nearest bf16 (ties to even; NaN stays a quiet NaN), over OpenMP
 // threads: the fast kernels' conversion where a tensor keeps its layout and changes only its type
 // (a convolution's output gradient), at the memory's rate where oneDNN's reorder ran at a third

@@ -147,12 +147,7 @@ Tensor CpuBackend::relu_to_bf16(const Tensor& x) {
   }
   const float* s = x.data<float>();
 #pragma omp parallel for simd schedule(static) if (parallel : n > kElementwiseParallelMin)
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float v = s[i] > 0.0f ? s[i] : 0.0f;
-    const std::uint32_t u = std::bit_cast<std::uint32_t>(v);
-    // Round to nearest even on the 16 dropped bits; a NaN never reaches here (v > 0 is false).
-    o[i] = static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-  }
+  for (std::int64_t i = 0; i < n; ++i) o[i] = bf16_rounded(s[i] > 0.0f ? s[i] : 0.0f);
   return out;
 }
 

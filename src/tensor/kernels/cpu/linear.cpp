@@ -29,8 +29,8 @@ GemmBf16Operand operand(const Tensor& x) { return {x.raw_data(), x.dtype() == DT
 
 Tensor CpuBackend::linear_forward(const Tensor& x_in, const Tensor& w, const Tensor* b) {
   const Tensor x = linear_input(x_in);
-  if (!is_f32(x) && !bf16_activation(x)) return ReferenceBackend::linear_forward(x, w, b);
-  if (!is_f32(w) || (b != nullptr && !is_f32(*b))) return ReferenceBackend::linear_forward(x, w, b);
+  if ((!is_f32(x) && !bf16_activation(x)) || !is_f32(w) || (b != nullptr && !is_f32(*b)))
+    return ReferenceBackend::linear_forward(x, w, b);
   check_linear(x, w);
   const std::int64_t N = x.size(0), I = x.size(1), O = w.size(0);
   if (b != nullptr && b->numel() != O) {
