@@ -4,8 +4,10 @@ stops it by process id).
 
 Every job trains the same small run; its last checkpoint must equal, byte for byte, the one plain
 `mpirun -np 2` writes:
-- launched by `srun --mpi=pmix` and by `sbatch` + `mpirun` (tools/slurm/dtrain-job.sh);
-- preempted by a job in the higher-priority partition (SIGTERM, checkpoint, requeue, resume);
+- launched by `srun --mpi=pmix`;
+- launched by `sbatch` + `mpirun` (tools/slurm/dtrain-job.sh) and preempted by a job in the
+  higher-priority partition (SIGTERM, checkpoint, requeue, resume); an uninterrupted sbatch job
+  runs the same launch path and is left out for CI's time;
 - requeued by `scontrol requeue`;
 - warned by USR1 (as `--signal=B:USR1@N` warns before the time limit): it stops, requeues
   itself and resumes;
@@ -118,11 +120,6 @@ class SlurmTest(unittest.TestCase):
     def test_srun_pmix_gives_the_run_plain_mpirun_gives(self):
         d = ROOT / "srun"
         run(["srun", "--mpi=pmix", "-n", "2", DTRAIN, *RUN, "--checkpoint-dir", d], timeout=300)
-        self.assert_same_as_plain_mpirun(d)
-
-    def test_sbatch_with_mpirun_gives_the_run_plain_mpirun_gives(self):
-        d = ROOT / "sbatch"
-        wait_done(submit(directory=d))
         self.assert_same_as_plain_mpirun(d)
 
     def test_a_preempted_job_checkpoints_requeues_and_resumes_exactly(self):
