@@ -233,9 +233,9 @@ Action register_bench(CLI::App& app) {
       ->capture_default_str();
   train
       ->add_option("--precision", o->precision,
-                   "Convolutions and linear layers in f32 or bf16 (bf16 inputs and weights, f32 sums and outputs, on "
-                   "the CPU's bf16 "
-                   "dot products)")
+                   "Convolutions and linear layers in f32 or bf16 (bf16 inputs and weights on the CPU's bf16 dot "
+                   "products, f32 sums and master weights; convolutions, batch norms and ReLUs keep their outputs "
+                   "in bf16)")
       ->capture_default_str();
   Action allreduce = register_bench_allreduce(*bench);
   Action cores = register_bench_cores(*bench);

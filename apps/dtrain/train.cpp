@@ -536,10 +536,10 @@ Action register_train(CLI::App& app) {
                 "Compute threads per rank (0: this process's CPUs, shared among the ranks on its host unless mpirun "
                 "bound it to its own)")
       ->capture_default_str();
-  t->add_option("--precision", o->precision,
-                "Convolutions and linear layers in f32 or bf16 (bf16 inputs and weights, f32 sums, outputs and master "
-                "weights, on the "
-                "CPU's bf16 dot products)")
+  t->add_option(
+       "--precision", o->precision,
+       "Convolutions and linear layers in f32 or bf16 (bf16 inputs and weights on the CPU's bf16 dot products, "
+       "f32 sums and master weights; convolutions, batch norms and ReLUs keep their outputs in bf16)")
       ->capture_default_str();
   t->add_option("--prefetch", o->prefetch, "Batches the loader prepares ahead on its own thread (0: none)")
       ->capture_default_str()

@@ -90,7 +90,7 @@ void Variable::backward(const Tensor& seed) {
   check_same_shape(seed, impl_->data, "backward seed");
   if (!impl_->requires_grad) throw InputError("backward() on a variable that does not require gradients");
   if (is_leaf()) {
-    accumulate(impl_->grad, seed);
+    accumulate(impl_->grad, f32_operand(seed));
     fire_hooks(impl_);
     return;
   }
@@ -107,12 +107,13 @@ void Variable::backward(const Tensor& seed) {
     Node* node = *it;
     auto found = pending.find(node);
     if (found == pending.end()) continue;  // no gradient reached this node
-    const Tensor grad_out = std::move(found->second);
+    Tensor grad_out = std::move(found->second);
     pending.erase(found);
     if (!node->backward) {
       throw InputError(fmt::format("backward() through '{}' a second time: its saved tensors were freed", node->name));
     }
     if (observer) observer->node_begin(*node);
+    if (!node->reads_bf16_gradient) grad_out = f32_operand(grad_out);  // charged to the node's time
     std::vector<Tensor> grads;
     {
       const RunningNode running(node);
@@ -126,7 +127,7 @@ void Variable::backward(const Tensor& seed) {
       if (e.node) {
         if (grads[i].defined()) accumulate(pending[e.node.get()], grads[i]);
       } else if (e.leaf) {
-        if (grads[i].defined()) accumulate(e.leaf->grad, grads[i]);
+        if (grads[i].defined()) accumulate(e.leaf->grad, f32_operand(grads[i]));
         // The leaf holds its gradient now; dropping this slot lets a hook see whether anything
         // else (another edge, a pending sum, a view of grad_out) still shares the storage.
         grads[i] = Tensor();

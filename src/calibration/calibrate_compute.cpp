@@ -484,6 +484,9 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
   if (o.bf16) {
     // The matrix layers again, their inputs and weights in bf16, rounds and medians as above.
     set_compute_precision(ComputePrecision::kBF16);
+    DeviceProfile memory_bf16 = memory_only;  // the memory floor with the bf16 run's bytes
+    memory_bf16.activation_element_bytes = Bf16RunBytes::activation;
+    memory_bf16.gradient_element_bytes = Bf16RunBytes::gradient;
     std::vector<ShapeTiming> conv, linear;
     for (std::size_t i = 0; i < n; ++i) {
       const std::size_t kind = compute_kind_index(bench.layers()[i].kind);
@@ -495,6 +498,8 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
       }
       ShapeTiming t = d.timings[i];
       t.seconds = median(rounds);
+      const LayerTime mem = layer_time(bench.layers()[i], o.batch, memory_bf16);
+      t.memory_seconds = mem.forward.seconds + mem.backward.seconds;
       (kind == compute_kind_index("conv2d") ? conv : linear).push_back(t);
     }
     set_compute_precision(ComputePrecision::kF32);

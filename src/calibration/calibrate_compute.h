@@ -110,6 +110,13 @@ struct DeviceCalibration {
   double bf16_conv2d = 0, bf16_linear = 0;
 };
 
+// Bytes of an activation element and of its gradient's in dtrain's bf16 runs (the profile's
+// device.precisions.bf16.activation_bytes and gradient_bytes): convolutions, batch norms and
+// ReLUs write bf16; the gradients stay f32 but for a bf16 batch norm's dx.
+struct Bf16RunBytes {
+  static constexpr double activation = 2, gradient = 4;
+};
+
 // The module (or functional op) of a layer, built alone; empty for kinds the benchmark does not
 // run (views such as flatten, dropout).
 struct LayerCall {

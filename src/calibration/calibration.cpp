@@ -313,17 +313,20 @@ Profile calibrated_profile(const Calibration& c) {
   }
   if (c.options.device.bf16) {
     const auto rate = [&](const char* kind, double value) {
-      return q(value, fmt::format("roofline rate of {} forward+backward in bf16 (inputs and weights bf16, sums and "
-                                  "outputs f32: tensor/kernels/cpu/compute_precision.h) over the shapes of {} at batch "
+      return q(value, fmt::format("roofline rate of {} forward+backward in bf16 (inputs and weights bf16, sums f32: "
+                                  "tensor/kernels/cpu/compute_precision.h) over the shapes of {} at batch "
                                   "{}; {}",
                                   kind, models, c.options.device.batch, layout));
     };
-    d.precisions.emplace_back("bf16",
-                              PrecisionRates{rate("conv2d", c.device.bf16_conv2d), rate("linear", c.device.bf16_linear),
-                                             Quantity{4, 0, 0,
-                                                      "dtrain's bf16 runs keep the ReLUs' outputs in bf16 and the "
-                                                      "other activations (convolution, batch norm, addition) in f32: "
-                                                      "charged at the larger (Backend::relu_forward_activation)"}});
+    d.precisions.emplace_back(
+        "bf16", PrecisionRates{rate("conv2d", c.device.bf16_conv2d), rate("linear", c.device.bf16_linear),
+                               Quantity{Bf16RunBytes::activation, 0, 0,
+                                        "dtrain's bf16 runs keep the outputs of convolutions, batch norms, ReLUs and "
+                                        "poolings in bf16 (tensor/kernels/cpu/conv.cpp, norm.cpp); additions and "
+                                        "linear layers write f32"},
+                               Quantity{Bf16RunBytes::gradient, 0, 0,
+                                        "the gradients of activations stay f32 in dtrain's bf16 runs but for a "
+                                        "batch norm's dx, which its convolution reads in bf16"}});
   }
   d.memory_read =
       q(c.device.memory_read, fmt::format("{} MiB streamed read per rank (the largest activation at batch {}); {}",

@@ -19,9 +19,9 @@ LayerTime layer_time(const LayerSummary& l, std::int64_t micro_batch, const Devi
   const double m = static_cast<double>(micro_batch);
   const double rate = d.compute[compute_kind_index(l.kind)].value;
   const bool moves = l.activation_bytes > 0;
-  const double element = d.activation_element_bytes;  // 4 in f32, 2 in 16-bit runs (profile.h: at_precision)
-  const double in = moves ? element * static_cast<double>(l.input.numel()) : 0.0;
-  const double out = moves ? element * static_cast<double>(l.output.numel()) : 0.0;
+  // Bytes of an activation element and of its gradient's: 4 in f32, 2 in 16-bit runs (profile.h: at_precision).
+  const double a = moves ? d.activation_element_bytes : 0.0, g = moves ? d.gradient_element_bytes : 0.0;
+  const double in = static_cast<double>(l.input.numel()), out = static_cast<double>(l.output.numel());
   const double w = l.param_bytes;
   // Batch normalisation in training makes two passes each way (oneDNN and cuDNN alike): forward
   // reads its input for the statistics and again to normalise; backward reads input and output
@@ -30,8 +30,9 @@ LayerTime layer_time(const LayerSummary& l, std::int64_t micro_batch, const Devi
   const bool bn = l.kind == "batch_norm";
   const double forward_reads = bn || l.kind == "add" ? 2.0 : 1.0, backward_reads = bn ? 2.0 : 1.0;
   LayerTime t;
-  t.forward = roofline(m * l.forward_flops, forward_reads * m * in + w, m * out, rate, d);
-  t.backward = roofline(m * l.backward_flops, backward_reads * m * (in + out) + w, m * in + w, rate, d);
+  // Backward reads x and dy (each backward_reads times) and writes dx.
+  t.forward = roofline(m * l.forward_flops, forward_reads * m * in * a + w, m * out * a, rate, d);
+  t.backward = roofline(m * l.backward_flops, backward_reads * m * (in * a + out * g) + w, m * in * g + w, rate, d);
   return t;
 }
 

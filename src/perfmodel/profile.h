@@ -90,9 +90,11 @@ std::string_view parse_precision(std::string_view name);
 struct PrecisionRates {
   Quantity conv2d, linear;
   // Bytes per activation element between layers in runs of this precision (optional; absent: 2
-  // for the 16- and 8-bit precisions, as mixed-precision GPU training keeps them, 4 for tf32).
-  // dtrain's own bf16 runs keep only the ReLUs' outputs in bf16: its calibrated profiles say 4.
-  std::optional<Quantity> activation_bytes;
+  // for the 16- and 8-bit precisions, as mixed-precision GPU training keeps them, 4 for tf32),
+  // and per element of an activation's gradient (optional; absent: the activation's). dtrain's
+  // own bf16 runs keep activations in bf16 and most of their gradients in f32: its calibrated
+  // profiles say 2 and 4.
+  std::optional<Quantity> activation_bytes, gradient_bytes;
 };
 
 struct DeviceProfile {
@@ -104,9 +106,9 @@ struct DeviceProfile {
   Quantity reduce;                                     // bytes/s added into a buffer (1 / gamma)
   // Per precision other than f32 (kPrecisions): the matrix layers' rates. Optional in the schema.
   std::vector<std::pair<std::string, PrecisionRates>> precisions;
-  // Bytes of one activation element (layer_cost.h): 4 in f32 and tf32, 2 where a run keeps its
-  // activations in 16 bits (at_precision). Not in the schema.
-  double activation_element_bytes = 4;
+  // Bytes of one activation element and of one element of its gradient (layer_cost.h): 4 in f32
+  // and tf32, 2 where a run keeps them in 16 bits (at_precision). Not in the schema.
+  double activation_element_bytes = 4, gradient_element_bytes = 4;
   // The coefficient of variation (standard deviation / mean) of one worker's compute time per
   // step, from step to step and from device to device: what makes a synchronous step wait for
   // its slowest worker (straggler.h). Optional in the schema, a fraction in [0, 1); absent: 0,

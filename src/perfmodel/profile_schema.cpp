@@ -157,12 +157,16 @@ class Reader {
         const std::string where = "device.precisions." + name;
         if (name == "f32" || std::find(kPrecisions.begin(), kPrecisions.end(), name) == kPrecisions.end())
           fail(fmt::format("'{}': not a precision the model prices; use one of tf32, bf16, f16, fp8", where));
-        fields(rates, where, {"conv2d", "linear"}, {"activation_bytes"});
+        fields(rates, where, {"conv2d", "linear"}, {"activation_bytes", "gradient_bytes"});
         PrecisionRates r{quantity(rates["conv2d"], where + ".conv2d", false, "FLOP per second"),
-                         quantity(rates["linear"], where + ".linear", false, "FLOP per second"), std::nullopt};
+                         quantity(rates["linear"], where + ".linear", false, "FLOP per second"), std::nullopt,
+                         std::nullopt};
         if (rates.contains("activation_bytes"))
           r.activation_bytes = quantity(rates["activation_bytes"], where + ".activation_bytes", false,
                                         "bytes per activation element between layers");
+        if (rates.contains("gradient_bytes"))
+          r.gradient_bytes = quantity(rates["gradient_bytes"], where + ".gradient_bytes", false,
+                                      "bytes per element of an activation's gradient");
         d.precisions.emplace_back(name, std::move(r));
       }
     }
@@ -326,6 +330,7 @@ DeviceProfile at_precision(const DeviceProfile& device, const std::string& profi
   d.activation_element_bytes = it->second.activation_bytes ? it->second.activation_bytes->value
                                : p == "tf32"               ? 4.0
                                                            : 2.0;
+  d.gradient_element_bytes = it->second.gradient_bytes ? it->second.gradient_bytes->value : d.activation_element_bytes;
   return d;
 }
 
@@ -400,6 +405,7 @@ json profile_to_json(const Profile& p) {
     for (const auto& [name, rates] : p.device.precisions) {
       precisions[name] = {{"conv2d", quantity_json(rates.conv2d)}, {"linear", quantity_json(rates.linear)}};
       if (rates.activation_bytes) precisions[name]["activation_bytes"] = quantity_json(*rates.activation_bytes);
+      if (rates.gradient_bytes) precisions[name]["gradient_bytes"] = quantity_json(*rates.gradient_bytes);
     }
     device["precisions"] = precisions;
   }

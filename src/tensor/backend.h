@@ -178,8 +178,9 @@ void check_weight_destination(const Tensor& into, const Shape& shape);
 // output): channel-blocked in the blocking of this CPU's oneDNN kernels where the channels fill
 // the blocks (nChw16c with AVX-512, nChw8c without), else plain.
 Layout cpu_activation_layout(std::int64_t channels);
-// A bf16 activation (relu_forward_activation's output) widened to f32, for ops whose kernels read
-// only f32 (batch norm, the loss, elementwise products); any other tensor as it is.
+// A bf16 activation (a bf16 convolution's, batch norm's or ReLU's output) or gradient widened to
+// f32, for kernels that read only f32 (the loss, elementwise products, ghost and synchronised
+// batch norm); any other tensor as it is.
 Tensor f32_operand(const Tensor& t);
 // Registers the backend for a device type (the CPU fast backend registers itself).
 void register_backend(DeviceType type, Backend* backend);

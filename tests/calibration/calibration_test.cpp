@@ -107,8 +107,9 @@ TEST(Calibrate, Bf16RatesGoIntoTheProfilesPrecisions) {
   expect_calibrated(p.device.precisions[0].second.conv2d, "bf16 conv2d");
   expect_calibrated(p.device.precisions[0].second.linear, "bf16 linear");
   ASSERT_TRUE(p.device.precisions[0].second.activation_bytes.has_value());
-  EXPECT_EQ(p.device.precisions[0].second.activation_bytes->value, 4);
-  EXPECT_EQ(at_precision(p.device, p.name, "bf16").activation_element_bytes, 4);
+  ASSERT_TRUE(p.device.precisions[0].second.gradient_bytes.has_value());
+  EXPECT_EQ(at_precision(p.device, p.name, "bf16").activation_element_bytes, 2);
+  EXPECT_EQ(at_precision(p.device, p.name, "bf16").gradient_element_bytes, 4);
   std::filesystem::remove(path);
 }
 

@@ -251,6 +251,7 @@ TEST(Profile, PrecisionRatesAreOptionalRoundTripAndReplaceTheMatrixLayersRates) 
   EXPECT_DOUBLE_EQ(bf16.compute[compute_kind_index("linear")].value, 6e12);
   EXPECT_DOUBLE_EQ(bf16.compute[compute_kind_index("batch_norm")].value, 1e12);  // f32 arithmetic
   EXPECT_DOUBLE_EQ(bf16.activation_element_bytes, 2);
+  EXPECT_DOUBLE_EQ(bf16.gradient_element_bytes, 2);  // absent: the activations' size
   EXPECT_DOUBLE_EQ(at_precision(p.device, "mine", "tf32").activation_element_bytes, 4);  // tf32 keeps f32 storage
   // A memory-bound layer moves half the bytes in 16 bits: a ReLU over 1000 elements.
   LayerSummary relu;
@@ -259,6 +260,17 @@ TEST(Profile, PrecisionRatesAreOptionalRoundTripAndReplaceTheMatrixLayersRates) 
   relu.forward_flops = 1000;
   relu.activation_bytes = 8000;
   EXPECT_DOUBLE_EQ(layer_time(relu, 64, bf16).forward.memory, layer_time(relu, 64, p.device).forward.memory / 2);
+  EXPECT_DOUBLE_EQ(layer_time(relu, 64, bf16).backward.memory, layer_time(relu, 64, p.device).backward.memory / 2);
+  // dtrain's own bf16 runs (calibrated profiles): bf16 activations, f32 gradients. The backward
+  // reads x (2 bytes) and dy (4) and writes dx (4): 6 of f32's 8 bytes read, all 4 written.
+  json mixed = j;
+  mixed["device"]["precisions"]["bf16"]["activation_bytes"] = {{"value", 2}, {"source", "s"}};
+  mixed["device"]["precisions"]["bf16"]["gradient_bytes"] = {{"value", 4}, {"source", "s"}};
+  const DeviceProfile own = at_precision(*parse_profile_fragment(mixed, "test.json").device, "mine", "bf16");
+  EXPECT_DOUBLE_EQ(own.gradient_element_bytes, 4);
+  const PassTime f32_back = layer_time(relu, 64, p.device).backward, own_back = layer_time(relu, 64, own).backward;
+  EXPECT_DOUBLE_EQ(own_back.memory, 64 * 1000 * (6 / p.device.memory_read.value + 4 / p.device.memory_write.value));
+  EXPECT_LT(own_back.memory, f32_back.memory);
   json bad = j;
   bad["device"]["precisions"]["int8"] = bad["device"]["precisions"]["bf16"];
   expect_contains(error_of(bad), "'device.precisions.int8': not a precision the model prices");

@@ -184,12 +184,13 @@ TEST(Bf16Activations, AddingABf16ActivationToAnF32OneGivesTheF32SumOfTheWidenedV
 }
 
 // A conv -> batch norm -> ReLU -> conv -> ReLU -> pool -> linear -> loss chain, the shape of lenet
-// and of a ResNet block, through autograd: in bf16 its ReLU outputs are bf16, every gradient is
-// f32 and close to the f32 run's, and the tensors the graph keeps for backward take fewer bytes
-// than in f32 (where before they took more: the convolutions kept a bf16 copy of an f32 input).
+// and of a ResNet block, through autograd: in bf16 its convolutions', batch norm's and ReLUs'
+// outputs are bf16, every parameter's gradient is f32 and close to the f32 run's, and the tensors the graph keeps for
+// backward take fewer bytes than in f32 (where before they took more: the convolutions kept a bf16 copy of an f32
+// input).
 struct ChainRun {
   std::vector<Tensor> grads;
-  DType hidden_dtype = DType::kF32;
+  std::vector<DType> hidden_dtypes;  // the first convolution's, batch norm's and ReLU's outputs
   std::size_t graph_bytes = 0;  // allocator bytes in use while the graph is alive, above the start
 };
 
@@ -202,9 +203,10 @@ ChainRun run_chain(const std::vector<Tensor>& params, const Tensor& input, const
     ops::BatchNormState bn;
     bn.track_running_stats = false;
     const Conv2dGeometry same{1, 1, 1, 1};
-    Variable h = ops::conv2d(Variable(input), p[0], Variable(), same);
-    h = ops::relu(ops::batch_norm(h, p[1], p[2], bn, true));
-    run.hidden_dtype = h.data().dtype();
+    const Variable c = ops::conv2d(Variable(input), p[0], Variable(), same);
+    const Variable n = ops::batch_norm(c, p[1], p[2], bn, true);
+    Variable h = ops::relu(n);
+    run.hidden_dtypes = {c.data().dtype(), n.data().dtype(), h.data().dtype()};
     h = ops::relu(ops::conv2d(h, p[3], Variable(), same));
     h = ops::max_pool2d(h, Pool2dGeometry{});
     Variable loss = ops::softmax_cross_entropy(ops::linear(ops::flatten(h), p[4], p[5]), labels, 0.0);
@@ -235,23 +237,51 @@ TEST(Bf16Activations, AChainKeepsItsReluOutputsInBf16WithF32GradientsAndFewerByt
     const InBf16 in_bf16;
     bf16 = run_chain(params, input, labels);
   }
-  EXPECT_EQ(f32.hidden_dtype, DType::kF32);
-  EXPECT_EQ(bf16.hidden_dtype, DType::kBF16);
+  EXPECT_EQ(f32.hidden_dtypes, std::vector<DType>(3, DType::kF32));
+  EXPECT_EQ(bf16.hidden_dtypes, std::vector<DType>(3, DType::kBF16));
   EXPECT_LT(bf16.graph_bytes, f32.graph_bytes * 9 / 10) << "f32 " << f32.graph_bytes << " bf16 " << bf16.graph_bytes;
   for (std::size_t i = 0; i < params.size(); ++i) {
     EXPECT_EQ(bf16.grads[i].dtype(), DType::kF32);
     // bf16 compute itself moves these gradients from f32's by up to 0.076 of the largest (the first
     // convolution's, behind batch norm's backward, which subtracts two projections of dy): that
-    // much with f32 activations, 0.098 with bf16 ones, where max pooling's ties among values that
-    // round alike can pick another element of a window.
+    // much with f32 activations, 0.098 with bf16 ReLU outputs, where max pooling's ties among
+    // values that round alike can pick another element of a window, and 0.152 with the
+    // convolutions' outputs in bf16 too (0.152 with batch norm itself in f32 or bf16: the rounding
+    // of its input moves it; the other parameters' stay within 0.034).
     const std::vector<float> a = bf16.grads[i].to_vector(), b = f32.grads[i].to_vector();
     double gap = 0, scale = 1e-30;
     for (std::size_t k = 0; k < a.size(); ++k) {
       gap = std::max(gap, static_cast<double>(std::abs(a[k] - b[k])));
       scale = std::max(scale, static_cast<double>(std::abs(b[k])));
     }
-    EXPECT_LT(gap / scale, 0.15) << "parameter " << i;
+    EXPECT_LT(gap / scale, 0.2) << "parameter " << i;
   }
+}
+
+// A bf16 batch norm's dx goes on in bf16 only to the convolution that fed it: any other op (here
+// a ReLU on a bf16 leaf) and every leaf receive it widened to f32, the values unchanged.
+TEST(Bf16Activations, ABf16GradientReachesConvolutionsAsItIsAndEveryOtherNodeInF32) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  std::mt19937 rng(23);
+  const InBf16 in_bf16;
+  ops::BatchNormState bn;
+  bn.track_running_stats = false;
+  const Variable gamma(random_tensor({16}, rng), true), beta(random_tensor({16}, rng), true);
+  Variable x(random_tensor({4, 16, 6, 6}, rng).to(DType::kBF16), true);
+  const Variable r = ops::relu(x);
+  Variable n = ops::batch_norm(r, gamma, beta, bn, true);
+  ASSERT_EQ(n.data().dtype(), DType::kBF16);
+  // The gradient batch norm's node hands back: its kernels on the same tensors.
+  const BatchNormForward f =
+      dispatch(r.data()).batch_norm_forward_training(r.data(), gamma.data(), beta.data(), bn.eps);
+  const Tensor dy = random_tensor({4, 16, 6, 6}, rng);
+  const Tensor seen = dispatch(dy).batch_norm_backward(dy, r.data(), gamma.data(), f.mean, f.var, bn.eps).dx;
+  EXPECT_EQ(seen.dtype(), DType::kBF16);
+  n.backward(dy);
+  EXPECT_EQ(x.grad().dtype(), DType::kF32);
+  // relu_backward on the widened bf16 dx: the mask of x > 0 over the values batch norm computed.
+  const std::vector<float> got = x.grad().to_vector(), d = seen.to_vector(), xv = x.data().to_vector();
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], xv[i] > 0 ? d[i] : 0.0f) << i;
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
-// Convolutions and linear layers in bf16 (kernels/cpu/compute_precision.h) against their
+// Convolutions, linear layers and batch norm in bf16 (kernels/cpu/compute_precision.h) against their
 // reference: the reference backend's f32 kernel on bf16-rounded inputs. oneDNN's bf16 kernels multiply bf16 values
 // (each product exact in f32) and accumulate in f32, so the two differ only by the order of the f32 sums: relative 1e-4
-// of the largest output. Each result must also differ from the f32 kernel's on the unrounded inputs by more than that
-// order would explain, so a bf16 run that silently computed in f32 fails. Skipped on CPUs without bf16 dot products.
+// of the largest output. An output written in bf16 (a convolution's forward, batch norm's y and dx) is compared with
+// the reference rounded to bf16, within one bf16 step (2^-7) of the largest, as the two f32 values may round apart.
+// Each result must also differ from the f32 kernel's on the unrounded inputs by more than the order of sums would
+// explain, so a bf16 run that silently computed in f32 fails. Skipped on CPUs without bf16 dot products.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -41,6 +43,8 @@ double relative_gap(const Tensor& got, const Tensor& want) {
   return gap / scale;
 }
 
+constexpr double kBf16Step = 1.0 / 128;  // 2^-7: one bf16 step of a value in [1, 2)
+
 // Sets bf16 for one scope.
 struct InBf16 {
   InBf16() { set_compute_precision(ComputePrecision::kBF16); }
@@ -65,7 +69,7 @@ TEST(Bf16Conv, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
     const Tensor dy = uniform_tensor({c.N, c.O, OH, OW}, rng);
     Tensor y, y_keeping, dx;
     WeightGrads grads;
-    ConvGrads both;
+    ConvGrads both, from_bf16_dy;
     {
       const InBf16 bf16;
       y = fast.conv2d_forward(x, w, &b, g);
@@ -75,7 +79,12 @@ TEST(Bf16Conv, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
       dx = fast.conv2d_backward_data(dy, w, xs, Layout::kPlain, g);
       grads = fast.conv2d_backward_weights(dy, x, ws, true, g);
       both = fast.conv2d_backward(dy, x, kept, w, true, true, g);
+      // A bf16 dy (a bf16 batch norm's dx) is read as the f32 dy it rounds from.
+      from_bf16_dy = fast.conv2d_backward(dy.to(DType::kBF16), x, kept, w, true, true, g);
     }
+    EXPECT_EQ(y.dtype(), DType::kBF16) << "the forward writes bf16";
+    EXPECT_EQ(from_bf16_dy.dx.to_vector_f64(), both.dx.to_vector_f64());
+    EXPECT_EQ(from_bf16_dy.weights.dw.to_vector_f64(), both.weights.dw.to_vector_f64());
     const std::string what = fmt::format("N{} C{} {}x{} O{} k{} s{}", c.N, c.C, c.H, c.W, c.O, c.K, c.stride);
     // The layer's path (x rounded once for forward and backward-weights, dy once for both backward
     // passes) gives the separate passes' bits.
@@ -84,7 +93,7 @@ TEST(Bf16Conv, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
     EXPECT_EQ(both.weights.dw.to_vector_f64(), grads.dw.to_vector_f64()) << what;
     EXPECT_EQ(both.weights.db.to_vector_f64(), grads.db.to_vector_f64()) << what;
     const Tensor xr = round_to_bf16(x), wr = round_to_bf16(w), dyr = round_to_bf16(dy);
-    EXPECT_LE(relative_gap(y, ref.conv2d_forward(xr, wr, &b, g)), 1e-4) << what << " forward";
+    EXPECT_LE(relative_gap(y, round_to_bf16(ref.conv2d_forward(xr, wr, &b, g))), kBf16Step) << what << " forward";
     EXPECT_LE(relative_gap(dx, ref.conv2d_backward_data(dyr, wr, xs, Layout::kPlain, g)), 1e-4) << what << " data";
     const WeightGrads want = ref.conv2d_backward_weights(dyr, xr, ws, true, g);
     EXPECT_LE(relative_gap(grads.dw, want.dw), 1e-4) << what << " weights";
@@ -123,6 +132,52 @@ TEST(Bf16Linear, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
     // The bias gradient sums dy in f32 (no product to round), as autocast leaves reductions.
     EXPECT_LE(relative_gap(grads.db, ref.linear_backward_weights(dy, x, true, nullptr).db), 1e-5) << what << " bias";
     EXPECT_GT(relative_gap(y, ref.linear_forward(x, w, &b)), 1e-4) << what;
+  }
+}
+
+// Batch norm on a bf16 x (a bf16 convolution's output) in bf16 precision: y and dx in bf16,
+// statistics and parameter gradients in f32, all equal to the f32 reference on x's values and dy
+// rounded to bf16.
+TEST(Bf16BatchNorm, TrainingOnABf16InputEqualsTheReferenceOnItsValues) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  std::mt19937 rng(9);
+  Backend& fast = cpu_backend();
+  Backend& ref = reference_backend();
+  constexpr double eps = 1e-5;
+  // A ResNet block's channels in the blocked layout, a plain 3-channel input and [N, C].
+  for (const auto& [xs, layout] : std::vector<std::pair<Shape, Layout>>{{Shape{4, 16, 8, 8}, Layout::kNChw16c},
+                                                                        {Shape{2, 3, 5, 5}, Layout::kPlain},
+                                                                        {Shape{8, 32}, Layout::kPlain}}) {
+    const std::string what = fmt::format("{}", xs);
+    const Tensor x32 = uniform_tensor(xs, rng), dy = uniform_tensor(xs, rng);
+    const Tensor gamma = uniform_tensor({xs[1]}, rng), beta = uniform_tensor({xs[1]}, rng);
+    const Tensor x16 = x32.to(DType::kBF16).to_layout(layout);
+    const Tensor xv = x16.to_plain().to(DType::kF32);  // the values the bf16 kernels read
+    BatchNormForward f;
+    BatchNormGrads g;
+    {
+      const InBf16 bf16;
+      f = fast.batch_norm_forward_training(x16, gamma, beta, eps);
+      g = fast.batch_norm_backward(dy.to_layout(layout), x16, gamma, f.mean, f.var, eps);
+    }
+    EXPECT_EQ(f.y.dtype(), DType::kBF16) << what;
+    EXPECT_EQ(f.mean.dtype(), DType::kF32) << what;
+    EXPECT_EQ(g.dx.dtype(), DType::kBF16) << what;
+    EXPECT_EQ(g.dgamma.dtype(), DType::kF32) << what;
+    const BatchNormForward want = ref.batch_norm_forward_training(xv, gamma, beta, eps);
+    EXPECT_LE(relative_gap(f.mean, want.mean), 1e-4) << what << " mean";
+    EXPECT_LE(relative_gap(f.var, want.var), 1e-4) << what << " variance";
+    EXPECT_LE(relative_gap(f.y.to_plain(), round_to_bf16(want.y)), kBf16Step) << what << " y";
+    const BatchNormGrads want_g = ref.batch_norm_backward(round_to_bf16(dy), xv, gamma, want.mean, want.var, eps);
+    EXPECT_LE(relative_gap(g.dx.to_plain(), round_to_bf16(want_g.dx)), kBf16Step) << what << " dx";
+    EXPECT_LE(relative_gap(g.dgamma, want_g.dgamma), 1e-4) << what << " dgamma";
+    EXPECT_LE(relative_gap(g.dbeta, want_g.dbeta), 1e-4) << what << " dbeta";
+    EXPECT_GT(relative_gap(f.y.to_plain(), ref.batch_norm_forward_training(x32, gamma, beta, eps).y), 1e-4) << what;
+    // In f32 precision a bf16 input is widened: the f32 kernels, f32 outputs.
+    const BatchNormForward widened = fast.batch_norm_forward_training(x16, gamma, beta, eps);
+    EXPECT_EQ(widened.y.dtype(), DType::kF32) << what;
+    EXPECT_LE(relative_gap(widened.y.to_plain(), want.y), 1e-5) << what;
+    EXPECT_EQ(fast.batch_norm_backward(dy, x16, gamma, f.mean, f.var, eps).dx.dtype(), DType::kF32) << what;
   }
 }
 

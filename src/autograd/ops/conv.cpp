@@ -14,13 +14,16 @@ Variable conv2d(const Variable& x, const Variable& w, const Variable& b, const C
   std::vector<Variable> inputs{x, w};
   if (has_bias) inputs.push_back(b);
   const bool need_dx = x.requires_grad();
-  return Variable::from_op(std::move(y), "conv2d", inputs,
-                           [xt = x.data(), kept, wt = w.data(), has_bias, need_dx, g](const Tensor& dy) {
-                             ConvGrads cg = dispatch(dy).conv2d_backward(dy, xt, kept, wt, need_dx, has_bias, g);
-                             std::vector<Tensor> grads{std::move(cg.dx), std::move(cg.weights.dw)};
-                             if (has_bias) grads.push_back(std::move(cg.weights.db));
-                             return grads;
-                           });
+  Variable out = Variable::from_op(
+      std::move(y), "conv2d", inputs, [xt = x.data(), kept, wt = w.data(), has_bias, need_dx, g](const Tensor& dy) {
+        ConvGrads cg = dispatch(dy).conv2d_backward(dy, xt, kept, wt, need_dx, has_bias, g);
+        std::vector<Tensor> grads{std::move(cg.dx), std::move(cg.weights.dw)};
+        if (has_bias) grads.push_back(std::move(cg.weights.db));
+        return grads;
+      });
+  // A bf16 dy (the backward of a bf16 batch norm after it) is what the bf16 primitives read.
+  if (out.grad_fn()) out.grad_fn()->reads_bf16_gradient = true;
+  return out;
 }
 
 }  // namespace dtrain::ops

@@ -36,19 +36,24 @@ void add_moments(BatchNormMoments& m, const detail::NormalizedBatch& fwd) {
 
 Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& beta, BatchNormState& state,
                     bool training) {
-  const Tensor xt = f32_operand(x.data());
-  if ((xt.dim() != 2 && xt.dim() != 4) || gamma.data().numel() != xt.size(1)) {
+  const Tensor& xd = x.data();
+  if ((xd.dim() != 2 && xd.dim() != 4) || gamma.data().numel() != xd.size(1)) {
     throw ShapeError(fmt::format("batch_norm: input {} does not fit {} channels (need [N, C] or [N, C, H, W])",
                                  x.shape(), gamma.data().numel()));
   }
+  const bool inference = !training && state.track_running_stats;
+  const bool ghost = training && state.group > 0 && state.group < xd.size(0);
+  const bool sync = training && state.sync && !ghost;
+  // A bf16 input (a bf16 convolution's output) stays bf16 through the plain pass over the batch:
+  // its kernels read and write bf16 with f32 statistics and parameters, as PyTorch's CPU autocast
+  // runs batch norm in its input's type. Inference, ghost and synchronised batch norm widen it.
+  const Tensor xt = inference || ghost || sync ? f32_operand(xd) : xd;
   Backend& be = dispatch(xt);
-  if (!training && state.track_running_stats) {
+  if (inference) {
     Tensor y = be.batch_norm_forward_inference(xt, gamma.data(), beta.data(), state.running_mean, state.running_var,
                                                state.eps);
     return Variable::from_op(std::move(y), "batch_norm_eval", {}, nullptr);
   }
-  const bool ghost = training && state.group > 0 && state.group < xt.size(0);
-  const bool sync = training && state.sync && !ghost;
   detail::NormalizedBatch fwd;
   if (ghost) {
     fwd = detail::ghost_batch_norm_forward(xt, gamma.data(), beta.data(), state.eps, state.group);

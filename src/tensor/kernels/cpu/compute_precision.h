@@ -1,8 +1,9 @@
 // The arithmetic of the convolution and linear-layer kernels: f32, or bf16 (mixed precision: inputs and weights
-// rounded to bf16, products accumulated and written in f32, as oneDNN's bf16 convolutions do on
-// the CPU's AVX512_BF16 dot products). Process-wide, like the gemm library (gemm.h); master
-// weights, gradients, optimizer state and every other op stay f32. The reference for a bf16
-// kernel is the f32 kernel on bf16-rounded inputs (round_to_bf16).
+// rounded to bf16, products accumulated in f32 on the CPU's AVX512_BF16 dot products; convolutions
+// write bf16, linear layers f32). Process-wide, like the gemm library (gemm.h). Master weights,
+// their gradients and optimizer state stay f32; ReLU, pooling and batch norm read and write bf16
+// activations; the rest computes in f32. The reference for a bf16 kernel is the f32 kernel on
+// bf16-rounded inputs (round_to_bf16).
 #pragma once
 
 #include <bit>

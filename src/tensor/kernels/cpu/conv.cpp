@@ -7,12 +7,14 @@
 // call; weight gradients are computed blocked and reordered back to plain. Each call looks its
 // primitives up in the cache (dnnl_util.h). Where oneDNN has no JIT kernel for dtrain's layouts
 // (see Policy below) the primitive runs in formats of its choosing, with reorders at the edges.
-// In bf16 (compute_precision.h) each primitive reads bf16 inputs and weights and writes f32: the
-// reorders at its edges round the f32 tensors to bf16 on the way in (src and weights forward;
-// diff_dst and weights backward data; src and diff_dst backward weights), and every output, the
-// weight gradients included, stays f32 (oneDNN's bf16 training recipe: master weights in f32).
-// x may also arrive in bf16 (a ReLU's output: Backend::relu_forward_activation); a bf16 primitive
-// reads it as it is where dtrain's layout is its src format, and backward-weights reads it too.
+// In bf16 (compute_precision.h) each primitive reads bf16 inputs and weights: the reorders at its
+// edges round f32 tensors to bf16 on the way in (src and weights forward; diff_dst and weights
+// backward data; src and diff_dst backward weights). The forward writes its output in bf16, as
+// PyTorch's CPU autocast does: the batch norm or ReLU after it reads bf16 (half the bytes each way).
+// The backward outputs, dx and the weight gradients, stay f32 (oneDNN's bf16 training recipe:
+// master weights in f32). x may arrive in bf16 (a ReLU's output, Backend::relu_forward_activation),
+// and so may dy (a bf16 batch norm's backward); a bf16 primitive reads either as it is where
+// dtrain's layout is its format, and backward-weights reads the same x.
 #include <string>
 
 #include "tensor/kernels/cpu/compute_precision.h"
@@ -42,7 +44,8 @@ CacheKey conv_key(OpTag op, const ConvDims& d, const Conv2dGeometry& g, bool bia
 enum class Policy { kNative, kAnyOdd, kAnyAll, kPlainAll };
 constexpr Policy kPolicies[] = {Policy::kNative, Policy::kAnyOdd, Policy::kAnyAll, Policy::kPlainAll};
 
-// The data type a primitive reads its inputs in: bf16 in bf16 runs; outputs are always f32.
+// The data type a primitive reads its inputs and writes its forward output in: bf16 in bf16 runs;
+// the backward outputs are always f32.
 memory::data_type input_type() {
   return compute_precision() == ComputePrecision::kBF16 ? memory::data_type::bf16 : memory::data_type::f32;
 }
@@ -68,7 +71,9 @@ memory::desc user_src_md(const ConvDims& d, memory::data_type type = memory::dat
   return cpu::md4(d.N, d.C, d.H, d.W, cpu::compute_layout(d.C), type);
 }
 constexpr auto kBf16 = memory::data_type::bf16;
-memory::desc user_dst_md(const ConvDims& d) { return cpu::md4(d.N, d.O, d.OH, d.OW, cpu::compute_layout(d.O)); }
+memory::desc user_dst_md(const ConvDims& d, memory::data_type type = memory::data_type::f32) {
+  return cpu::md4(d.N, d.O, d.OH, d.OW, cpu::compute_layout(d.O), type);
+}
 memory::desc plain_weights_md(const ConvDims& d) {
   return {{d.O, d.C, d.KH, d.KW}, memory::data_type::f32, memory::format_tag::oihw};
 }
@@ -86,10 +91,10 @@ dnnl::convolution_forward::primitive_desc forward_pd(const ConvDims& d, const Co
   using fwd = dnnl::convolution_forward;
   const fwd::desc desc = bias ? fwd::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
                                           src_md(d, p, input_type()), any_weights_md(d, input_type()), cpu::md1(d.O),
-                                          dst_md(d, p, kF32), strides(g), padding(g), padding(g))
+                                          dst_md(d, p, input_type()), strides(g), padding(g), padding(g))
                               : fwd::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
                                           src_md(d, p, input_type()), any_weights_md(d, input_type()),
-                                          dst_md(d, p, kF32), strides(g), padding(g), padding(g));
+                                          dst_md(d, p, input_type()), strides(g), padding(g), padding(g));
   return {desc, cpu::scratchpad_attr(), cpu::dnnl_engine()};
 }
 
@@ -190,14 +195,20 @@ struct ConvFwdEntry {
 struct BwdDataEntry {
   memory::desc diff_src, diff_dst, weights, scratch;
   dnnl::convolution_backward_data prim;
-  Reorder diff_dst_in, weights_in, diff_src_out;
+  Reorder diff_dst_in, diff_dst_in_bf16, weights_in, diff_src_out;
+  const Reorder& dy_reorder(const Tensor& dy) const {
+    return dy.dtype() == DType::kBF16 ? diff_dst_in_bf16 : diff_dst_in;
+  }
 };
 
 struct BwdWeightsEntry {
   memory::desc src, diff_dst, diff_weights, diff_bias, scratch;
   dnnl::convolution_backward_weights prim;
-  Reorder src_in, src_in_bf16, diff_dst_in, diff_weights_out;
+  Reorder src_in, src_in_bf16, diff_dst_in, diff_dst_in_bf16, diff_weights_out;
   const Reorder& src_reorder(const Tensor& x) const { return x.dtype() == DType::kBF16 ? src_in_bf16 : src_in; }
+  const Reorder& dy_reorder(const Tensor& dy) const {
+    return dy.dtype() == DType::kBF16 ? diff_dst_in_bf16 : diff_dst_in;
+  }
 };
 
 void check_weights(const Tensor& w) {
@@ -221,7 +232,7 @@ std::shared_ptr<const ConvFwdEntry> forward_entry(const ConvDims& d, const Conv2
                         Reorder(user_src_md(d), pd.src_desc()),
                         Reorder(user_src_md(d, kBf16), pd.src_desc()),
                         Reorder(plain_weights_md(d), pd.weights_desc()),
-                        Reorder(pd.dst_desc(), user_dst_md(d))};
+                        Reorder(pd.dst_desc(), user_dst_md(d, input_type()))};
   });
 }
 
@@ -241,7 +252,8 @@ Tensor run_forward(const Tensor& x_in, const Tensor& w, const Tensor* b, const C
   const Tensor x = bind_input(src_in, x_local);
   if (kept != nullptr && compute_precision() == ComputePrecision::kBF16 && src_in.needed) *kept = x;
   const Tensor wb = bind_input(e->weights_in, w);
-  Tensor y = Tensor::empty({d.N, d.O, d.OH, d.OW}, DType::kF32, Device::cpu(), cpu::compute_layout(d.O));
+  const DType out_type = compute_precision() == ComputePrecision::kBF16 ? DType::kBF16 : DType::kF32;
+  Tensor y = Tensor::empty({d.N, d.O, d.OH, d.OW}, out_type, Device::cpu(), cpu::compute_layout(d.O));
   const Tensor yb = bind_output(e->dst_out, y);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, cpu::mem(e->src, x)},
                                        {DNNL_ARG_WEIGHTS, cpu::mem(e->weights, wb)},
@@ -291,6 +303,7 @@ std::shared_ptr<const BwdDataEntry> backward_data_entry(const ConvDims& d, const
                         pd.scratchpad_desc(),
                         bwd(pd),
                         Reorder(user_dst_md(d), pd.diff_dst_desc()),
+                        Reorder(user_dst_md(d, kBf16), pd.diff_dst_desc()),
                         Reorder(plain_weights_md(d), pd.weights_desc()),
                         Reorder(pd.diff_src_desc(), user_src_md(d))};
   });
@@ -317,6 +330,7 @@ std::shared_ptr<const BwdWeightsEntry> backward_weights_entry(const ConvDims& d,
                            Reorder(user_src_md(d), pd.src_desc()),
                            Reorder(user_src_md(d, kBf16), pd.src_desc()),
                            Reorder(user_dst_md(d), pd.diff_dst_desc()),
+                           Reorder(user_dst_md(d, kBf16), pd.diff_dst_desc()),
                            Reorder(pd.diff_weights_desc(), plain_weights_md(d))};
   });
 }
@@ -353,46 +367,49 @@ WeightGrads run_backward_weights(const BwdWeightsEntry& e, const Tensor& dy, con
 
 Tensor CpuBackend::conv2d_backward_data(const Tensor& dy_in, const Tensor& w, const Shape& x_shape, Layout x_layout,
                                         const Conv2dGeometry& g) {
-  if (!is_f32(dy_in) || !is_f32(w)) return ReferenceBackend::conv2d_backward_data(dy_in, w, x_shape, x_layout, g);
+  if (!is_f32_or_bf16(dy_in) || !is_f32(w))
+    return ReferenceBackend::conv2d_backward_data(f32_operand(dy_in), w, x_shape, x_layout, g);
   check_weights(w);
   const ConvDims d = conv_dims(x_shape, w.shape(), g);
   check_dy(dy_in, d);
   const auto e = backward_data_entry(d, g);
-  const Tensor dy = bind_input(e->diff_dst_in, dy_in.to_layout(cpu::compute_layout(d.O)));
+  const Tensor dy_local = dy_in.to_layout(cpu::compute_layout(d.O));
+  const Tensor dy = bind_input(e->dy_reorder(dy_local), dy_local);
   return run_backward_data(*e, dy, w, d, x_shape, x_layout);
 }
 
 WeightGrads CpuBackend::conv2d_backward_weights(const Tensor& dy_in, const Tensor& x_in, const Shape& w_shape,
                                                 bool with_bias, const Conv2dGeometry& g) {
-  if (!is_f32(dy_in) || !is_f32_or_bf16(x_in))
-    return ReferenceBackend::conv2d_backward_weights(dy_in, x_in, w_shape, with_bias, g);
+  if (!is_f32_or_bf16(dy_in) || !is_f32_or_bf16(x_in))
+    return ReferenceBackend::conv2d_backward_weights(f32_operand(dy_in), x_in, w_shape, with_bias, g);
   const ConvDims d = conv_dims(x_in.shape(), w_shape, g);
   check_dy(dy_in, d);
   const auto e = backward_weights_entry(d, g, with_bias);
-  const Tensor dy = bind_input(e->diff_dst_in, dy_in.to_layout(cpu::compute_layout(d.O)));
+  const Tensor dy_local = dy_in.to_layout(cpu::compute_layout(d.O));
+  const Tensor dy = bind_input(e->dy_reorder(dy_local), dy_local);
   const Tensor x_local = x_in.to_layout(cpu::compute_layout(d.C));
   const Tensor x = bind_input(e->src_reorder(x_local), x_local);
   return run_backward_weights(*e, dy, x, d, w_shape, with_bias);
 }
 
 // Both passes convert dy from dtrain's layout to their primitive's diff_dst format (in bf16,
-// rounding it); where the two formats are the same, which they are for every JIT kernel, dy is
-// converted once. x comes from the forward pass (`kept`) where its format is the one
-// backward-weights reads.
+// rounding an f32 dy; a bf16 one is read as it is where the formats agree); where the two formats are the same, which
+// they are for every JIT kernel, dy is converted once. x comes from the forward pass (`kept`) where its format is the
+// one backward-weights reads.
 ConvGrads CpuBackend::conv2d_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& kept, const Tensor& w,
                                       bool need_dx, bool with_bias, const Conv2dGeometry& g) {
-  if (!is_f32(dy_in) || !is_f32_or_bf16(x_in) || !is_f32(w))
-    return Backend::conv2d_backward(dy_in, x_in, kept, w, need_dx, with_bias, g);
+  if (!is_f32_or_bf16(dy_in) || !is_f32_or_bf16(x_in) || !is_f32(w))
+    return Backend::conv2d_backward(f32_operand(dy_in), x_in, kept, w, need_dx, with_bias, g);
   check_weights(w);
   const ConvDims d = conv_dims(x_in.shape(), w.shape(), g);
   check_dy(dy_in, d);
   const Tensor dy_local = dy_in.to_layout(cpu::compute_layout(d.O));
   const auto ew = backward_weights_entry(d, g, with_bias);
-  const Tensor dy_w = bind_input(ew->diff_dst_in, dy_local);
+  const Tensor dy_w = bind_input(ew->dy_reorder(dy_local), dy_local);
   ConvGrads out;
   if (need_dx) {
     const auto ed = backward_data_entry(d, g);
-    const Tensor dy_d = ed->diff_dst == ew->diff_dst ? dy_w : bind_input(ed->diff_dst_in, dy_local);
+    const Tensor dy_d = ed->diff_dst == ew->diff_dst ? dy_w : bind_input(ed->dy_reorder(dy_local), dy_local);
     out.dx = run_backward_data(*ed, dy_d, w, d, x_in.shape(), x_in.layout());
   }
   const bool use_kept = kept.defined() && forward_entry(d, g, with_bias)->src == ew->src;

@@ -1,8 +1,9 @@
 // The fast CPU backend: oneDNN primitives (convolution, pooling, batch norm; activations kept in
 // nChw16c, or nChw8c on CPUs without AVX-512), oneDNN's sgemm or OpenBLAS for linear layers
 // (kernels/cpu/gemm.h), and OpenMP loops for elementwise work. f32, plus bf16 activations in bf16
-// compute precision (relu_forward_activation; read by convolution, linear, pooling, ReLU and
-// addition): other dtypes run on the reference implementation it derives from.
+// compute precision (the outputs of convolutions, batch norm and relu_forward_activation; read by
+// convolution, linear, pooling, ReLU, batch norm and addition) and a bf16 batch norm's dx (read
+// by convolution backward): other dtypes run on the reference implementation it derives from.
 //
 // Layouts: 4-D kernels compute in the blocked layout (dnnl_util.h: compute_layout) when the
 // channel count fills its blocks and in plain layout otherwise (inputs in another layout are

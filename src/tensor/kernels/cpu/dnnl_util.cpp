@@ -79,9 +79,10 @@ Layout blocked_layout() {
 }
 
 dnnl::memory::desc md_of(const Tensor& t) {
-  if (t.dim() == 2) return md4(t.size(0), t.size(1), 1, 1, Layout::kPlain);
+  const dt type = t.dtype() == DType::kBF16 ? dt::bf16 : dt::f32;
+  if (t.dim() == 2) return md4(t.size(0), t.size(1), 1, 1, Layout::kPlain, type);
   DT_CHECK_EQ(t.dim(), 4);
-  return md4(t.size(0), t.size(1), t.size(2), t.size(3), t.layout());
+  return md4(t.size(0), t.size(1), t.size(2), t.size(3), t.layout(), type);
 }
 
 dnnl::memory::desc md1(std::int64_t n) { return {{n}, dt::f32, tag::x}; }

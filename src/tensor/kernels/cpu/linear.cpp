@@ -1,5 +1,5 @@
 // Linear layers as one matrix product each (kernels/cpu/gemm.h: sgemm on oneDNN or OpenBLAS, or
-// in bf16 runs gemm_bf16, f32 sums and outputs):
+// in bf16 runs gemm_bf16: bf16 operands, f32 sums and outputs):
 //   forward        y[N, O]  = x[N, I] w[O, I]^T (+ b, written first and accumulated with beta = 1)
 //   backward data  dx[N, I] = dy[N, O] w[O, I]
 //   backward wts   dw[O, I] = dy[N, O]^T x[N, I],  db[O] = column sums of dy
