@@ -302,7 +302,7 @@ double solve_roofline_rate(const std::vector<ShapeTiming>& timings) {
 struct LayerBench::Prepared {
   LayerCall layer;
   std::vector<Variable> params;
-  Variable input;
+  Variable input, f32_input;
   Tensor seed;
 };
 
@@ -382,7 +382,14 @@ std::unique_ptr<LayerBench::Prepared> LayerBench::prepare(const LayerSummary& l,
   Tensor x = Tensor::from_vector(values, Shape(dims));
   if (dims.size() == 4) x = x.to_layout(cpu_activation_layout(dims[1]));
   p->input = Variable(x, !first_weighted_layer(l));
+  p->f32_input = p->input;
   return p;
+}
+
+void LayerBench::use_bf16_input(std::size_t i, bool bf16) {
+  Prepared& p = *prepared_.at(i);
+  const bool first = first_weighted_layer(layers_.at(i));
+  p.input = bf16 && !first ? Variable(p.f32_input.data().to(DType::kBF16), true) : p.f32_input;
 }
 
 void LayerBench::run(std::size_t i) {
@@ -402,7 +409,7 @@ void LayerBench::evict_caches(std::size_t bytes) { evict_sink_ ^= read_lines(scr
 // Reads layer i's input back into the caches: in a step it was written by the layer before.
 void LayerBench::touch_input(std::size_t i) {
   const Tensor& x = prepared_.at(i)->input.data();
-  evict_sink_ ^= read_lines(reinterpret_cast<const std::uint8_t*>(x.data<float>()), x.nbytes());
+  evict_sink_ ^= read_lines(static_cast<const std::uint8_t*>(x.raw_data()), x.nbytes());
 }
 
 double LayerBench::time(std::size_t i, double min_seconds) {
@@ -482,29 +489,29 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
     d.shapes[k] = static_cast<int>(per_kind[k].size());
   }
   if (o.bf16) {
-    // The matrix layers again, their inputs and weights in bf16, rounds and medians as above.
+    // Every layer again in bf16, rounds and medians as above: the matrix layers on the CPU's bf16
+    // dot products, the memory-bound kinds (batch norm, pooling, ReLU, additions) on bf16 data.
     set_compute_precision(ComputePrecision::kBF16);
     DeviceProfile memory_bf16 = memory_only;  // the memory floor with the bf16 run's bytes
     memory_bf16.activation_element_bytes = Bf16RunBytes::activation;
     memory_bf16.gradient_element_bytes = Bf16RunBytes::gradient;
-    std::vector<ShapeTiming> conv, linear;
+    std::array<std::vector<ShapeTiming>, kComputeKinds.size()> bf16_kind;
     for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t kind = compute_kind_index(bench.layers()[i].kind);
-      if (kind != compute_kind_index("conv2d") && kind != compute_kind_index("linear")) continue;
+      bench.use_bf16_input(i, true);
       std::vector<double> rounds;
       for (int r = 0; r < o.rounds; ++r) {
         sync(o);
         rounds.push_back(bench.time(i, o.min_seconds / o.rounds));
       }
+      bench.use_bf16_input(i, false);
       ShapeTiming t = d.timings[i];
       t.seconds = median(rounds);
       const LayerTime mem = layer_time(bench.layers()[i], o.batch, memory_bf16);
       t.memory_seconds = mem.forward.seconds + mem.backward.seconds;
-      (kind == compute_kind_index("conv2d") ? conv : linear).push_back(t);
+      bf16_kind[compute_kind_index(t.kind)].push_back(t);
     }
     set_compute_precision(ComputePrecision::kF32);
-    d.bf16_conv2d = conv.empty() ? 0 : solve_roofline_rate(conv);
-    d.bf16_linear = linear.empty() ? 0 : solve_roofline_rate(linear);
+    for (std::size_t k = 0; k < kComputeKinds.size(); ++k) d.bf16[k] = solve_roofline_rate(bf16_kind[k]);
   }
   sync(o);
   std::int64_t largest = 0;

@@ -75,8 +75,9 @@ struct ComputeCalibrationOptions {
   // T > 1: time what one of T tensor-parallel ranks computes of each layer (the split layers'
   // parts, perfmodel/tensor_parallel_cost.h: split_parts), the shapes a --tensor-parallel T run has.
   int tensor_parallel = 1;
-  // Also time the convolutions and linear layers in bf16 (tensor/kernels/cpu/compute_precision.h),
-  // for the profile's device.precisions.bf16. InputError where the CPU has no bf16 instructions.
+  // Also time every layer in bf16 (tensor/kernels/cpu/compute_precision.h), on bf16 inputs past
+  // the first weighted layer as a bf16 run feeds them, for the profile's device.precisions.bf16.
+  // InputError where the CPU has no bf16 instructions.
   bool bf16 = false;
   double min_seconds = 0.1;       // per shape: repeat until this much time was measured (and 5 calls)
   int rounds = 3;                 // passes over every shape, min_seconds / rounds each; the median pass counts
@@ -106,8 +107,9 @@ struct DeviceCalibration {
   std::size_t gradient_bytes = 0;      // the gradient copy's size
   double gradient_copy = 0;            // bytes/s
   double cast_f16 = 0, cast_bf16 = 0;  // f32 elements/s cast to the format and back
-  // With ComputeCalibrationOptions::bf16: the conv2d and linear rates in bf16 (FLOP/s), else 0.
-  double bf16_conv2d = 0, bf16_linear = 0;
+  // With ComputeCalibrationOptions::bf16: each kind's rate in bf16 (FLOP/s), indexed like
+  // kComputeKinds; else 0.
+  std::array<double, kComputeKinds.size()> bf16{};
 };
 
 // Bytes of an activation element and of its gradient's in dtrain's bf16 runs (the profile's
@@ -146,6 +148,8 @@ class LayerBench {
   int layers_of_shape(std::size_t i) const { return counts_.at(i); }
   // One forward and backward of layer i.
   void run(std::size_t i);
+  // Feeds layer i a bf16 copy of its input (a bf16 run's activations), or its f32 input again.
+  void use_bf16_input(std::size_t i, bool bf16);
   // Mean seconds of run(i) over at least min_seconds of calls (at most 4x that of wall time),
   // after warm-up calls, each call after its model's activations were read (at most twice the
   // last-level cache) and then its input. Ranks time their calls side by side without a barrier

@@ -251,7 +251,8 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   const std::size_t casts = v.size();
   v.insert(v.end(), {1 / mine.cast_f16, 1 / mine.cast_bf16, 1 / mine.gradient_copy});
   const bool bf16 = o.device.bf16;  // the same on every rank
-  if (bf16) v.insert(v.end(), {1 / mine.bf16_conv2d, 1 / mine.bf16_linear});
+  if (bf16)
+    for (double rate : mine.bf16) v.push_back(1 / rate);
   const std::vector<double> sum = sum_over_ranks(worker, v);
   const double p = c.ranks;
   c.device = mine;
@@ -261,10 +262,8 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   for (std::size_t k = 0; k < kComputeKinds.size(); ++k) c.device.compute[k] = p / sum[3 + k];
   c.device.disk_read = sum[3 + kComputeKinds.size()];
   c.device.gradient_copy = p / sum[casts + 2];
-  if (bf16) {
-    c.device.bf16_conv2d = p / sum[casts + 3];
-    c.device.bf16_linear = p / sum[casts + 4];
-  }
+  if (bf16)
+    for (std::size_t k = 0; k < kComputeKinds.size(); ++k) c.device.bf16[k] = p / sum[casts + 3 + k];
   c.device.cast_f16 = p / sum[casts];
   c.device.cast_bf16 = p / sum[casts + 1];
   const std::size_t at = 4 + kComputeKinds.size();
@@ -312,21 +311,26 @@ Profile calibrated_profile(const Calibration& c) {
                                  c.options.device.rounds, layout));
   }
   if (c.options.device.bf16) {
-    const auto rate = [&](const char* kind, double value) {
-      return q(value, fmt::format("roofline rate of {} forward+backward in bf16 (inputs and weights bf16, sums f32: "
-                                  "tensor/kernels/cpu/compute_precision.h) over the shapes of {} at batch "
-                                  "{}; {}",
-                                  kind, models, c.options.device.batch, layout));
+    const auto rate = [&](std::string_view kind) {
+      return q(c.device.bf16[compute_kind_index(kind)],
+               fmt::format("roofline rate of {} forward+backward in bf16 (the matrix layers' inputs and weights bf16, "
+                           "sums f32; bf16 activations past the first weighted layer: "
+                           "tensor/kernels/cpu/compute_precision.h) over the shapes of {} at batch {}; {}",
+                           kind, models, c.options.device.batch, layout));
     };
+    std::vector<std::pair<std::string, Quantity>> memory_bound;
+    for (std::string_view kind : kComputeKinds)
+      if (kind != "conv2d" && kind != "linear") memory_bound.emplace_back(kind, rate(kind));
     d.precisions.emplace_back(
-        "bf16", PrecisionRates{rate("conv2d", c.device.bf16_conv2d), rate("linear", c.device.bf16_linear),
+        "bf16", PrecisionRates{rate("conv2d"), rate("linear"),
                                Quantity{Bf16RunBytes::activation, 0, 0,
                                         "dtrain's bf16 runs keep the outputs of convolutions, batch norms, ReLUs and "
                                         "poolings in bf16 (tensor/kernels/cpu/conv.cpp, norm.cpp); additions and "
                                         "linear layers write f32"},
                                Quantity{Bf16RunBytes::gradient, 0, 0,
                                         "the gradients of activations stay f32 in dtrain's bf16 runs but for a "
-                                        "batch norm's dx, which its convolution reads in bf16"}});
+                                        "batch norm's dx, which its convolution reads in bf16"},
+                               std::move(memory_bound)});
   }
   d.memory_read =
       q(c.device.memory_read, fmt::format("{} MiB streamed read per rank (the largest activation at batch {}); {}",

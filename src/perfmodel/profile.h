@@ -86,7 +86,8 @@ inline constexpr std::array<std::string_view, 5> kPrecisions = {"f32", "tf32", "
 std::string_view parse_precision(std::string_view name);
 
 // A device's rates in one precision other than f32: its convolutions' and linear layers'
-// (device.precisions.NAME.conv2d, .linear in the schema; the other kinds compute in f32).
+// (device.precisions.NAME.conv2d, .linear in the schema) and, optionally, those of the other
+// kinds on 16-bit data (.batch_norm, .pooling, .elementwise; absent: their f32 rates).
 struct PrecisionRates {
   Quantity conv2d, linear;
   // Bytes per activation element between layers in runs of this precision (optional; absent: 2
@@ -95,6 +96,9 @@ struct PrecisionRates {
   // own bf16 runs keep activations in bf16 and most of their gradients in f32: its calibrated
   // profiles say 2 and 4.
   std::optional<Quantity> activation_bytes, gradient_bytes;
+  // The other kinds' rates where measured (dtrain calibrate --precision bf16 times them on bf16
+  // activations): memory-bound layers run faster on half the bytes than their f32 rate says.
+  std::vector<std::pair<std::string, Quantity>> other_kinds;
 };
 
 struct DeviceProfile {

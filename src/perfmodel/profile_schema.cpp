@@ -157,10 +157,17 @@ class Reader {
         const std::string where = "device.precisions." + name;
         if (name == "f32" || std::find(kPrecisions.begin(), kPrecisions.end(), name) == kPrecisions.end())
           fail(fmt::format("'{}': not a precision the model prices; use one of tf32, bf16, f16, fp8", where));
-        fields(rates, where, {"conv2d", "linear"}, {"activation_bytes", "gradient_bytes"});
+        fields(rates, where, {"conv2d", "linear"},
+               {"activation_bytes", "gradient_bytes", "batch_norm", "pooling", "elementwise"});
         PrecisionRates r{quantity(rates["conv2d"], where + ".conv2d", false, "FLOP per second"),
-                         quantity(rates["linear"], where + ".linear", false, "FLOP per second"), std::nullopt,
-                         std::nullopt};
+                         quantity(rates["linear"], where + ".linear", false, "FLOP per second"),
+                         std::nullopt,
+                         std::nullopt,
+                         {}};
+        for (const char* kind : {"batch_norm", "pooling", "elementwise"}) {
+          if (rates.contains(kind))
+            r.other_kinds.emplace_back(kind, quantity(rates[kind], where + "." + kind, false, "FLOP per second"));
+        }
         if (rates.contains("activation_bytes"))
           r.activation_bytes = quantity(rates["activation_bytes"], where + ".activation_bytes", false,
                                         "bytes per activation element between layers");
@@ -327,6 +334,7 @@ DeviceProfile at_precision(const DeviceProfile& device, const std::string& profi
   DeviceProfile d = device;
   d.compute[compute_kind_index("conv2d")] = it->second.conv2d;
   d.compute[compute_kind_index("linear")] = it->second.linear;
+  for (const auto& [kind, rate] : it->second.other_kinds) d.compute[compute_kind_index(kind)] = rate;
   d.activation_element_bytes = it->second.activation_bytes ? it->second.activation_bytes->value
                                : p == "tf32"               ? 4.0
                                                            : 2.0;
@@ -406,6 +414,7 @@ json profile_to_json(const Profile& p) {
       precisions[name] = {{"conv2d", quantity_json(rates.conv2d)}, {"linear", quantity_json(rates.linear)}};
       if (rates.activation_bytes) precisions[name]["activation_bytes"] = quantity_json(*rates.activation_bytes);
       if (rates.gradient_bytes) precisions[name]["gradient_bytes"] = quantity_json(*rates.gradient_bytes);
+      for (const auto& [kind, rate] : rates.other_kinds) precisions[name][kind] = quantity_json(rate);
     }
     device["precisions"] = precisions;
   }

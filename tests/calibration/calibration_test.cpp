@@ -110,6 +110,9 @@ TEST(Calibrate, Bf16RatesGoIntoTheProfilesPrecisions) {
   ASSERT_TRUE(p.device.precisions[0].second.gradient_bytes.has_value());
   EXPECT_EQ(at_precision(p.device, p.name, "bf16").activation_element_bytes, 2);
   EXPECT_EQ(at_precision(p.device, p.name, "bf16").gradient_element_bytes, 4);
+  // The memory-bound kinds timed on bf16 activations too.
+  ASSERT_EQ(p.device.precisions[0].second.other_kinds.size(), 3u);
+  for (const auto& [kind, rate] : p.device.precisions[0].second.other_kinds) expect_calibrated(rate, "bf16 " + kind);
   std::filesystem::remove(path);
 }
 

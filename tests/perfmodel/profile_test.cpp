@@ -268,6 +268,16 @@ TEST(Profile, PrecisionRatesAreOptionalRoundTripAndReplaceTheMatrixLayersRates) 
   mixed["device"]["precisions"]["bf16"]["gradient_bytes"] = {{"value", 4}, {"source", "s"}};
   const DeviceProfile own = at_precision(*parse_profile_fragment(mixed, "test.json").device, "mine", "bf16");
   EXPECT_DOUBLE_EQ(own.gradient_element_bytes, 4);
+  // A measured rate of a memory-bound kind on 16-bit data replaces its f32 rate; absent, f32's stays.
+  mixed["device"]["precisions"]["bf16"]["batch_norm"] = {{"value", 3e12}, {"source", "calibrated"}};
+  const ProfileFragment with_bn = parse_profile_fragment(mixed, "test.json");
+  EXPECT_DOUBLE_EQ(at_precision(*with_bn.device, "mine", "bf16").compute[compute_kind_index("batch_norm")].value, 3e12);
+  EXPECT_DOUBLE_EQ(at_precision(*with_bn.device, "mine", "bf16").compute[compute_kind_index("pooling")].value,
+                   p.device.compute[compute_kind_index("pooling")].value);
+  Profile round;
+  round.device = *with_bn.device;
+  round.node = *with_bn.node;
+  EXPECT_EQ(profile_to_json(round)["device"]["precisions"]["bf16"]["batch_norm"]["value"], 3e12);
   const PassTime f32_back = layer_time(relu, 64, p.device).backward, own_back = layer_time(relu, 64, own).backward;
   EXPECT_DOUBLE_EQ(own_back.memory, 64 * 1000 * (6 / p.device.memory_read.value + 4 / p.device.memory_write.value));
   EXPECT_LT(own_back.memory, f32_back.memory);
