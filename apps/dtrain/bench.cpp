@@ -49,14 +49,16 @@ void check_tensor_parallel(const BenchTrainOptions& o, const ProcessGroup& group
     throw InputError(fmt::format("--tensor-parallel must be at least 1, got {}", o.tensor_parallel));
   if (o.pipeline.stages != 1)
     throw InputError("--tensor-parallel does not combine with --pipeline in dtrain bench yet: drop one of them");
-  if (group.size != o.tensor_parallel)
+  if (group.size != o.tensor_parallel) {
     throw InputError(
         fmt::format("--tensor-parallel {} splits each layer over {} ranks, but this run has {}: start "
                     "mpirun -np {}",
                     o.tensor_parallel, o.tensor_parallel, group.size, o.tensor_parallel));
-  if (dynamic_cast<const Sequential*>(&model) == nullptr)
+  }
+  if (dynamic_cast<const Sequential*>(&model) == nullptr) {
     throw InputError(
         fmt::format("--tensor-parallel splits a chain of layers; this model ({}) is not one", model.type()));
+  }
 }
 
 std::vector<double> scaled(std::vector<double> v, double factor) {

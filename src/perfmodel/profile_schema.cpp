@@ -168,12 +168,14 @@ class Reader {
           if (rates.contains(kind))
             r.other_kinds.emplace_back(kind, quantity(rates[kind], where + "." + kind, false, "FLOP per second"));
         }
-        if (rates.contains("activation_bytes"))
+        if (rates.contains("activation_bytes")) {
           r.activation_bytes = quantity(rates["activation_bytes"], where + ".activation_bytes", false,
                                         "bytes per activation element between layers");
-        if (rates.contains("gradient_bytes"))
+        }
+        if (rates.contains("gradient_bytes")) {
           r.gradient_bytes = quantity(rates["gradient_bytes"], where + ".gradient_bytes", false,
                                       "bytes per element of an activation's gradient");
+        }
         d.precisions.emplace_back(name, std::move(r));
       }
     }

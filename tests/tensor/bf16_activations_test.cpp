@@ -8,7 +8,6 @@
 
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <random>
 
@@ -40,7 +39,8 @@ void expect_same_bits(const Tensor& got, const Tensor& want, const std::string& 
   ASSERT_EQ(got.shape(), want.shape()) << what;
   const std::vector<float> a = got.to_vector(), b = want.to_vector();
   std::size_t differing = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) differing += std::memcmp(&a[i], &b[i], sizeof(float)) != 0 ? 1 : 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    differing += std::bit_cast<std::uint32_t>(a[i]) != std::bit_cast<std::uint32_t>(b[i]) ? 1 : 0;
   EXPECT_EQ(differing, 0u) << what << ": " << differing << " of " << a.size() << " elements differ";
 }
 
@@ -196,6 +196,7 @@ struct ChainRun {
 
 ChainRun run_chain(const std::vector<Tensor>& params, const Tensor& input, const Tensor& labels) {
   std::vector<Variable> p;
+  p.reserve(params.size());
   for (const Tensor& t : params) p.emplace_back(t.clone(), true);
   const std::size_t before = cpu_allocator_stats().bytes_in_use;
   ChainRun run;

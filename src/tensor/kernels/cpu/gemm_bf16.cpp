@@ -105,9 +105,10 @@ void gemm_bf16(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::
   DT_CHECK(alpha == 1.0f && (beta == 0.0f || beta == 1.0f), "gemm_bf16 takes alpha 1 and beta 0 or 1, got {} and {}",
            alpha, beta);
   if (K == 0) {  // no products: C keeps beta * C
-    if (beta == 0.0f)
+    if (beta == 0.0f) {
       for (std::int64_t m = 0; m < M; ++m)
         for (std::int64_t n = 0; n < N; ++n) C[m * ldc + n] = 0.0f;
+    }
     return;
   }
   const cpu::CacheKey key{{static_cast<std::int64_t>(cpu::OpTag::kMatmulBf16), trans_a ? 1 : 0, trans_b ? 1 : 0, M, N,
