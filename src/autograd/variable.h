@@ -46,8 +46,9 @@ struct Node {
   std::string name;  // op name, for traces and error messages
   std::vector<Edge> edges;
   BackwardFn backward;
-  // Whether backward takes a bf16 output gradient as it is (a bf16 batch norm's dx into the
-  // convolution that fed it); the engine widens one to f32 for every other node and every leaf.
+  // Whether backward takes a bf16 output gradient as it is (the nodes of bf16 activations:
+  // convolution, batch norm, ReLU, addition); the engine widens one to f32 for every other node
+  // and every leaf.
   bool reads_bf16_gradient = false;
 };
 

@@ -89,8 +89,14 @@ class Backend {
   // it in bf16 (convolution, linear, pooling) would round it to bf16 anyway, so its consumers
   // compute the same bits, it is rounded once instead of once per consumer and pass, and it is
   // kept for the backward pass in half the bytes (PyTorch's CPU autocast keeps activations in
-  // bf16 too). The backward pass reads bf16 y and returns an f32 gradient.
+  // bf16 too). The backward pass reads bf16 y; its gradient is bf16 where dy is (the mask is
+  // exact), else f32.
   virtual Tensor relu_forward_activation(const Tensor& x) { return relu_forward(x); }
+  // A residual addition of two activations, in the type this backend keeps activations in: the
+  // CPU backend in bf16 compute precision adds two bf16 activations in f32 and rounds the sum to
+  // bf16 once (PyTorch's CPU autocast adds bf16 tensors in bf16). A ReLU after it computes the
+  // same bits as on the f32 sum, since rounding keeps the sign and 0.
+  virtual Tensor add_activation(const Tensor& a, const Tensor& b) { return add(a, b); }
   // Keep-mask with values 0 or 1/keep_prob, from a counter-based generator: element i's value
   // depends only on (seed, i), so masks are reproducible and independent of threading.
   virtual Tensor dropout_mask(const Shape& shape, double keep_prob, std::uint64_t seed) = 0;

@@ -183,6 +183,38 @@ TEST(Bf16Activations, AddingABf16ActivationToAnF32OneGivesTheF32SumOfTheWidenedV
   }
 }
 
+// A residual addition of two bf16 activations in bf16 writes the f32 sum rounded once to bf16,
+// so a ReLU after it gives the bits it gives on the f32 sum; in f32 precision the sum is f32.
+TEST(Bf16Activations, AddingTwoBf16ActivationsRoundsTheSumOnceAndTheReluAfterItIsUnchanged) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  Backend& fast = cpu_backend();
+  std::mt19937 rng(17);
+  const Layout blocked = cpu_activation_layout(16);
+  Activation a = activation({2, 16, 4, 4}, rng, blocked), b = activation({2, 16, 4, 4}, rng, blocked);
+  {  // a batch norm's output: negative values too
+    const InBf16 bf16;
+    b.bf16 = random_tensor({2, 16, 4, 4}, rng, blocked).to(DType::kBF16);
+    b.f32 = b.bf16.to(DType::kF32);
+  }
+  const Tensor sum32 = fast.add(a.f32, b.f32);
+  Tensor sum, relu_of_sum;
+  {
+    const InBf16 bf16;
+    sum = fast.add_activation(a.bf16, b.bf16);
+    relu_of_sum = fast.relu_forward_activation(sum);
+    EXPECT_EQ(sum.dtype(), DType::kBF16);
+    EXPECT_EQ(sum.layout(), blocked);
+    expect_same_bits(relu_of_sum, fast.relu_forward_activation(sum32), "relu after the bf16 sum");
+  }
+  expect_same_bits(sum, round_to_bf16(sum32), "bf16 sum");
+  EXPECT_EQ(fast.add_activation(a.bf16, b.bf16).dtype(), DType::kF32);  // outside bf16 precision
+  // A bf16 gradient through a bf16 ReLU stays bf16, with the bits of the f32 mask.
+  const Tensor dy = random_tensor({2, 16, 4, 4}, rng, blocked).to(DType::kBF16);
+  const Tensor dx = fast.relu_backward(relu_of_sum, dy);
+  EXPECT_EQ(dx.dtype(), DType::kBF16);
+  expect_same_bits(dx, fast.relu_backward(relu_of_sum, dy.to(DType::kF32)), "relu backward of a bf16 dy");
+}
+
 // A conv -> batch norm -> ReLU -> conv -> ReLU -> pool -> linear -> loss chain, the shape of lenet
 // and of a ResNet block, through autograd: in bf16 its convolutions', batch norm's and ReLUs'
 // outputs are bf16, every parameter's gradient is f32 and close to the f32 run's, and the tensors the graph keeps for
@@ -259,9 +291,11 @@ TEST(Bf16Activations, AChainKeepsItsReluOutputsInBf16WithF32GradientsAndFewerByt
   }
 }
 
-// A bf16 batch norm's dx goes on in bf16 only to the convolution that fed it: any other op (here
-// a ReLU on a bf16 leaf) and every leaf receive it widened to f32, the values unchanged.
-TEST(Bf16Activations, ABf16GradientReachesConvolutionsAsItIsAndEveryOtherNodeInF32) {
+// A bf16 gradient goes on as it is only to the nodes of bf16 activations (convolution, batch
+// norm, ReLU, addition): a bf16 batch norm's dx reaches the bf16 ReLU before it in bf16, its
+// masked gradient reaches the leaf widened to f32, the values unchanged; a node of an f32 output
+// (here a scaling) receives it widened.
+TEST(Bf16Activations, ABf16GradientReachesTheBf16NodesAsItIsAndEveryOtherNodeInF32) {
   if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
   std::mt19937 rng(23);
   const InBf16 in_bf16;
@@ -271,7 +305,15 @@ TEST(Bf16Activations, ABf16GradientReachesConvolutionsAsItIsAndEveryOtherNodeInF
   Variable x(random_tensor({4, 16, 6, 6}, rng).to(DType::kBF16), true);
   const Variable r = ops::relu(x);
   Variable n = ops::batch_norm(r, gamma, beta, bn, true);
+  const Variable sum = ops::add(r, n);
   ASSERT_EQ(n.data().dtype(), DType::kBF16);
+  ASSERT_EQ(sum.data().dtype(), DType::kBF16);
+  EXPECT_TRUE(r.grad_fn()->reads_bf16_gradient);
+  EXPECT_TRUE(n.grad_fn()->reads_bf16_gradient);
+  EXPECT_TRUE(sum.grad_fn()->reads_bf16_gradient);
+  const Variable scaled = ops::scale(x, 2.0);
+  EXPECT_EQ(scaled.data().dtype(), DType::kF32);
+  EXPECT_FALSE(scaled.grad_fn()->reads_bf16_gradient);
   // The gradient batch norm's node hands back: its kernels on the same tensors.
   const BatchNormForward f =
       dispatch(r.data()).batch_norm_forward_training(r.data(), gamma.data(), beta.data(), bn.eps);
@@ -280,7 +322,7 @@ TEST(Bf16Activations, ABf16GradientReachesConvolutionsAsItIsAndEveryOtherNodeInF
   EXPECT_EQ(seen.dtype(), DType::kBF16);
   n.backward(dy);
   EXPECT_EQ(x.grad().dtype(), DType::kF32);
-  // relu_backward on the widened bf16 dx: the mask of x > 0 over the values batch norm computed.
+  // relu_backward on the bf16 dx: the mask of x > 0 over the values batch norm computed.
   const std::vector<float> got = x.grad().to_vector(), d = seen.to_vector(), xv = x.data().to_vector();
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], xv[i] > 0 ? d[i] : 0.0f) << i;
 }

@@ -6,8 +6,14 @@ namespace dtrain::ops {
 
 Variable add(const Variable& a, const Variable& b) {
   check_same_shape(a.data(), b.data(), "add");
-  Tensor y = dispatch(a.data()).add(a.data(), b.data());
-  return Variable::from_op(std::move(y), "add", {a, b}, [](const Tensor& g) { return std::vector<Tensor>{g, g}; });
+  Tensor y = dispatch(a.data()).add_activation(a.data(), b.data());
+  const bool bf16 = y.dtype() == DType::kBF16;
+  Variable out = Variable::from_op(std::move(y), "add", {a, b}, [](const Tensor& g) {
+    return std::vector<Tensor>{g, g};
+  });
+  // A bf16 gradient passes through as it is, to the bf16 nodes that made the summands.
+  if (bf16 && out.grad_fn()) out.grad_fn()->reads_bf16_gradient = true;
+  return out;
 }
 
 Variable mul(const Variable& a, const Variable& b) {
@@ -32,8 +38,11 @@ Variable scale(const Variable& x, double alpha) {
 
 Variable relu(const Variable& x) {
   Tensor y = dispatch(x.data()).relu_forward_activation(x.data());
-  return Variable::from_op(y, "relu", {x},
-                           [y](const Tensor& g) { return std::vector<Tensor>{dispatch(g).relu_backward(y, g)}; });
+  Variable out = Variable::from_op(
+      y, "relu", {x}, [y](const Tensor& g) { return std::vector<Tensor>{dispatch(g).relu_backward(y, g)}; });
+  // A bf16 ReLU masks a bf16 gradient (a convolution's or batch norm's dx) in bf16.
+  if (y.dtype() == DType::kBF16 && out.grad_fn()) out.grad_fn()->reads_bf16_gradient = true;
+  return out;
 }
 
 Variable dropout(const Variable& x, double p, std::uint64_t seed) {

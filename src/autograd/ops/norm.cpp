@@ -82,11 +82,14 @@ Variable batch_norm(const Variable& x, const Variable& gamma, const Variable& be
           return detail::sync_batch_norm_backward(dy, xt, gt, mean, var, eps, sum);
         });
   }
-  return Variable::from_op(fwd.y, "batch_norm", {x, gamma, beta},
-                           [xt, gt, mean = fwd.means[0], var = fwd.vars[0], eps = state.eps](const Tensor& dy) {
-                             BatchNormGrads g = dispatch(dy).batch_norm_backward(dy, xt, gt, mean, var, eps);
-                             return std::vector<Tensor>{g.dx, g.dgamma, g.dbeta};
-                           });
+  Variable out = Variable::from_op(fwd.y, "batch_norm", {x, gamma, beta},
+                                   [xt, gt, mean = fwd.means[0], var = fwd.vars[0], eps = state.eps](const Tensor& dy) {
+                                     BatchNormGrads g = dispatch(dy).batch_norm_backward(dy, xt, gt, mean, var, eps);
+                                     return std::vector<Tensor>{g.dx, g.dgamma, g.dbeta};
+                                   });
+  // A bf16 batch norm's backward reads dy in bf16 (a bf16 ReLU's dx as it is).
+  if (xt.dtype() == DType::kBF16 && out.grad_fn()) out.grad_fn()->reads_bf16_gradient = true;
+  return out;
 }
 
 }  // namespace dtrain::ops

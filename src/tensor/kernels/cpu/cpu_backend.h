@@ -1,9 +1,11 @@
 // The fast CPU backend: oneDNN primitives (convolution, pooling, batch norm; activations kept in
 // nChw16c, or nChw8c on CPUs without AVX-512), oneDNN's sgemm or OpenBLAS for linear layers
 // (kernels/cpu/gemm.h), and OpenMP loops for elementwise work. f32, plus bf16 activations in bf16
-// compute precision (the outputs of convolutions, batch norm and relu_forward_activation; read by
-// convolution, linear, pooling, ReLU, batch norm and addition) and a bf16 batch norm's dx (read
-// by convolution backward): other dtypes run on the reference implementation it derives from.
+// compute precision (the outputs of convolutions, batch norm, relu_forward_activation and
+// add_activation; read by convolution, linear, pooling, ReLU, batch norm and addition) and bf16
+// gradients between them (a convolution's, batch norm's or ReLU's dx, read by the backward of
+// convolution, batch norm and ReLU): other dtypes run on the reference implementation it derives
+// from.
 //
 // Layouts: 4-D kernels compute in the blocked layout (dnnl_util.h: compute_layout) when the
 // channel count fills its blocks and in plain layout otherwise (inputs in another layout are
@@ -32,6 +34,7 @@ class CpuBackend : public ReferenceBackend {
   Tensor relu_forward(const Tensor& x) override;
   Tensor relu_backward(const Tensor& y, const Tensor& dy) override;
   Tensor relu_forward_activation(const Tensor& x) override;
+  Tensor add_activation(const Tensor& a, const Tensor& b) override;
   Tensor dropout_mask(const Shape& shape, double keep_prob, std::uint64_t seed) override;
   double sum(const Tensor& x) override;
   double sum_of_squares(const Tensor& x) override;
@@ -75,6 +78,7 @@ class CpuBackend : public ReferenceBackend {
 
  private:
   static Tensor relu_to_bf16(const Tensor& x);
+  static Tensor relu_backward_bf16(const Tensor& y, const Tensor& dy);
 };
 
 Backend& cpu_backend();

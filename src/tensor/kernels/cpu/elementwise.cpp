@@ -79,6 +79,22 @@ Tensor CpuBackend::add(const Tensor& a, const Tensor& b_in) {
   return out;
 }
 
+// Two bf16 activations in bf16 compute precision: summed in f32, rounded once to bf16.
+Tensor CpuBackend::add_activation(const Tensor& a, const Tensor& b_in) {
+  const bool bf16 = a.dtype() == DType::kBF16 && b_in.dtype() == DType::kBF16;
+  if (!bf16 || compute_precision() != ComputePrecision::kBF16) return add(a, b_in);
+  check_same_shape(a, b_in, "add");
+  const Tensor b = b_in.to_layout(a.layout());
+  Tensor out = Tensor::empty(a.shape(), DType::kBF16, a.device(), a.layout());
+  const auto* x = static_cast<const std::uint16_t*>(a.raw_data());
+  const auto* y = static_cast<const std::uint16_t*>(b.raw_data());
+  auto* o = static_cast<std::uint16_t*>(out.raw_data());
+  const std::int64_t n = a.numel();
+#pragma omp parallel for simd schedule(static) if (parallel : n > kElementwiseParallelMin)
+  for (std::int64_t i = 0; i < n; ++i) o[i] = bf16_rounded(bf16_to_f32(x[i]) + bf16_to_f32(y[i]));
+  return out;
+}
+
 void CpuBackend::axpy(double alpha, const Tensor& x_in, Tensor& y) {
   check_same_shape(x_in, y, "axpy");
   if (!is_f32(x_in) || !is_f32(y)) return ReferenceBackend::axpy(alpha, x_in, y);
@@ -151,9 +167,10 @@ Tensor CpuBackend::relu_to_bf16(const Tensor& x) {
   return out;
 }
 
-// dy * (y > 0) from f32 or bf16 y; the gradient is f32.
+// dy * (y > 0) from f32 or bf16 y; the gradient is f32, or bf16 where y and dy both are.
 Tensor CpuBackend::relu_backward(const Tensor& y, const Tensor& dy_in) {
   check_same_shape(y, dy_in, "relu_backward");
+  if (y.dtype() == DType::kBF16 && dy_in.dtype() == DType::kBF16) return relu_backward_bf16(y, dy_in);
   if (!is_f32_or_bf16(y) || !is_f32(dy_in)) return ReferenceBackend::relu_backward(y, dy_in);
   const Tensor dy = dy_in.to_layout(y.layout());
   Tensor out = Tensor::empty(y.shape(), DType::kF32, y.device(), y.layout());
@@ -170,6 +187,20 @@ Tensor CpuBackend::relu_backward(const Tensor& y, const Tensor& dy_in) {
   const float* s = y.data<float>();
 #pragma omp parallel for simd schedule(static) if (parallel : n > kElementwiseParallelMin)
   for (std::int64_t i = 0; i < n; ++i) o[i] = s[i] > 0.0f ? g[i] : 0.0f;
+  return out;
+}
+
+// The bf16 gradient of a bf16 ReLU: a mask, so its bits are those of the f32 path's gradient
+// rounded to bf16, without widening dy and rounding dx.
+Tensor CpuBackend::relu_backward_bf16(const Tensor& y, const Tensor& dy_in) {
+  const Tensor dy = dy_in.to_layout(y.layout());
+  Tensor out = Tensor::empty(y.shape(), DType::kBF16, y.device(), y.layout());
+  const auto* s = static_cast<const std::uint16_t*>(y.raw_data());
+  const auto* g = static_cast<const std::uint16_t*>(dy.raw_data());
+  auto* o = static_cast<std::uint16_t*>(out.raw_data());
+  const std::int64_t n = y.numel();
+#pragma omp parallel for simd schedule(static) if (parallel : n > kElementwiseParallelMin)
+  for (std::int64_t i = 0; i < n; ++i) o[i] = s[i] != 0 && s[i] <= 0x7f80u ? g[i] : std::uint16_t{0};
   return out;
 }
 
