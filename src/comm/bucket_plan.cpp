@@ -3,8 +3,10 @@
 namespace dtrain {
 
 bool adopts_gradients(comm::Algorithm algorithm, DType comm_dtype) {
-  return !(algorithm == comm::Algorithm::kShm && comm_dtype == DType::kF32);
+  return adopts_gradients(algorithm == comm::Algorithm::kShm, comm_dtype);
 }
+
+bool adopts_gradients(bool shared_memory, DType comm_dtype) { return !shared_memory && comm_dtype == DType::kF32; }
 
 BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t bucket_bytes, bool adopt) {
   BucketLayout l;

@@ -30,9 +30,11 @@ struct BucketLayout {
 // parameter to the first. bucket_bytes = 0 puts every parameter in its own bucket.
 BucketLayout plan_buckets(const std::vector<std::int64_t>& numels, std::size_t bucket_bytes, bool adopt = true);
 
-// Whether one-parameter buckets adopt gradients for this allreduce: not when the allreduce runs
-// on the f32 bucket itself and that must lie in the ranks' shared memory (shm with f32 on the
-// wire: copying a gradient in costs one pass, staging it through shared memory two).
+// Whether one-parameter buckets adopt gradients for this allreduce: only with f32 on the wire
+// (f16 and bf16: each gradient is cast into its wire slot, one pass, as it would be copied), and
+// not when the f32 bucket must lie in the ranks' shared memory (shm: copying a gradient in costs
+// one pass, staging it through shared memory two).
 bool adopts_gradients(comm::Algorithm algorithm, DType comm_dtype);
+bool adopts_gradients(bool shared_memory, DType comm_dtype);
 
 }  // namespace dtrain

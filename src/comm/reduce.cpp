@@ -62,17 +62,22 @@ __m512 widen_bf16(const std::uint16_t* p) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
 }
 
-void sum_bf16(std::uint16_t* dst, const std::uint16_t* src, std::size_t n) {
+// f32_to_bf16 on 16 lanes.
+__m256i round_to_bf16(__m512 v) {
   const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), quiet = _mm512_set1_epi32(0x40);
+  const __m512i x = _mm512_castps_si512(v);
+  const __m512i lowest_kept = _mm512_and_si512(_mm512_srli_epi32(x, 16), one);
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(bias, lowest_kept)), 16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(x, 16), quiet);
+  return _mm512_cvtepi32_epi16(r);
+}
+
+void sum_bf16(std::uint16_t* dst, const std::uint16_t* src, std::size_t n) {
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512 sum = _mm512_add_ps(widen_bf16(dst + i), widen_bf16(src + i));
-    const __m512i x = _mm512_castps_si512(sum);
-    const __m512i lowest_kept = _mm512_and_si512(_mm512_srli_epi32(x, 16), one);
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(bias, lowest_kept)), 16);
-    const __mmask16 nan = _mm512_cmp_ps_mask(sum, sum, _CMP_UNORD_Q);
-    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(x, 16), quiet);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm512_cvtepi32_epi16(r));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), round_to_bf16(sum));
   }
   sum_16<convert_bf16_to_f32, convert_f32_to_bf16>(dst + i, src + i, n - i);
 }
@@ -138,6 +143,61 @@ bool scale_all_finite(float* x, std::size_t count, float scale) {
     worst = std::max(worst, exponent_field(x[i]));
   }
   return worst != kExponent;
+}
+
+// With AVX-512 both run 16 elements at a time in registers (the conversions as sum_f16's and
+// sum_bf16's); the blocked loops finish the last count mod 16.
+void scaled_to_16bit(DType to, const float* src, std::uint16_t* dst, std::size_t count, float scale) {
+  DT_CHECK(to == DType::kF16 || to == DType::kBF16, "a 16-bit cast to {}", dtype_name(to));
+  std::size_t i = 0;
+#if defined(__AVX512F__)
+  const __m512 s = _mm512_set1_ps(scale);
+  const auto store = [dst](std::size_t at, __m256i h) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + at), h); };
+  if (to == DType::kF16) {
+    for (; i + 16 <= count; i += 16) {
+      store(i,
+            _mm512_cvtps_ph(_mm512_mul_ps(_mm512_loadu_ps(src + i), s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+  } else {
+    for (; i + 16 <= count; i += 16) store(i, round_to_bf16(_mm512_mul_ps(_mm512_loadu_ps(src + i), s)));
+  }
+#endif
+  constexpr std::size_t kBlock = 512;
+  alignas(64) float block[kBlock];
+  for (; i < count; i += kBlock) {
+    const std::size_t m = std::min(kBlock, count - i);
+    for (std::size_t k = 0; k < m; ++k) block[k] = scale * src[i + k];
+    convert_f32_to_16bit(to, block, dst + i, m);
+  }
+}
+
+bool widen_all_finite(DType from, const std::uint16_t* src, float* dst, std::size_t count) {
+  DT_CHECK(from == DType::kF16 || from == DType::kBF16, "a 16-bit cast from {}", dtype_name(from));
+  std::size_t i = 0;
+  bool finite = true;
+#if defined(__AVX512F__)
+  const __m512i exponent = _mm512_set1_epi32(static_cast<int>(kExponent));
+  __mmask16 not_finite = 0;
+  const auto keep = [&](std::size_t at, __m512 x) {
+    _mm512_storeu_ps(dst + at, x);
+    not_finite |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(x), exponent), exponent);
+  };
+  if (from == DType::kF16) {
+    for (; i + 16 <= count; i += 16) {
+      keep(i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+    }
+  } else {
+    for (; i + 16 <= count; i += 16) keep(i, widen_bf16(src + i));
+  }
+  finite = not_finite == 0;
+#endif
+  constexpr std::size_t kBlock = 512;  // checked while the block just written is in L1
+  for (; i < count; i += kBlock) {
+    const std::size_t m = std::min(kBlock, count - i);
+    convert_16bit_to_f32(from, src + i, dst + i, m);
+    finite = all_finite(dst + i, m) && finite;
+  }
+  return finite;
 }
 
 }  // namespace dtrain::comm

@@ -31,4 +31,11 @@ bool all_finite(const float* x, std::size_t count);
 // 0 < scale <= 1 (a mean's 1/p) a result is finite exactly when its x was.
 bool scale_all_finite(float* x, std::size_t count, float scale);
 
+// How a gradient enters and leaves a 16-bit wire bucket (parallel/buckets.h), one pass each way,
+// through f32 blocks that stay in L1 (the bulk conversions do the work): dst[i] = scale * src[i]
+// rounded to `to` (kF16 or kBF16; the product is the f32 product, rounded once), and dst[i] =
+// src[i] widened from `from`, returning whether every element is finite. Serial, as above.
+void scaled_to_16bit(DType to, const float* src, std::uint16_t* dst, std::size_t count, float scale);
+bool widen_all_finite(DType from, const std::uint16_t* src, float* dst, std::size_t count);
+
 }  // namespace dtrain::comm

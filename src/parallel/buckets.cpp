@@ -29,7 +29,7 @@ GradientBuckets::GradientBuckets(const std::vector<Variable>& params, std::vecto
     shapes_.push_back(p.shape());
   }
   const bool f32_wire = comm_dtype == DType::kF32;
-  layout_ = plan_buckets(numels, bucket_bytes, !(shared && f32_wire));
+  layout_ = plan_buckets(numels, bucket_bytes, adopts_gradients(static_cast<bool>(shared), comm_dtype));
   // The buffers the allreduce runs on, one per bucket and set, each from a cache line of its own.
   const std::size_t elem = dtype_size(comm_dtype);
   const auto padded = [elem](std::int64_t n) { return (static_cast<std::size_t>(n) * elem + 63) / 64 * 64; };
@@ -105,6 +105,11 @@ std::vector<std::size_t> GradientBuckets::add(std::size_t param, const Tensor& g
   s.received[param] = 1;
   const std::size_t b = layout_.bucket_of[param];
   const bool plain = plain_f32_cpu_of_shape(grad, shapes_[param]);
+  if (comm_dtype_ != DType::kF32) {
+    add_to_wire(param, grad, plain, set);
+    --s.missing[b];
+    return release(set);
+  }
   // Adopted only when nothing but the caller's one handle holds the gradient.
   if (layout_.adopts_gradient(b) && plain && grad.storage_unshared()) {
     s.f32[b] = grad.reshape({grad.numel()});
@@ -131,6 +136,23 @@ std::vector<std::size_t> GradientBuckets::add(std::size_t param, const Tensor& g
   }
   --s.missing[b];
   return release(set);
+}
+
+// A 16-bit wire: the gradient times grad_scale, rounded to the wire type, goes straight into its
+// wire slot (one pass, where an f32 wire makes the scaled copy); the f32 slot receives the sum.
+void GradientBuckets::add_to_wire(std::size_t param, const Tensor& grad, bool plain, int set) {
+  Set& s = sets_[static_cast<std::size_t>(set)];
+  const std::size_t b = layout_.bucket_of[param];
+  const auto count = static_cast<std::size_t>(shapes_[param].numel());
+  std::uint16_t* wire = static_cast<std::uint16_t*>(s.wire[b].raw_data()) + layout_.offset[param];
+  if (!grad.defined()) {
+    std::fill(wire, wire + count, std::uint16_t{0});  // +0 in f16 and bf16
+    return;
+  }
+  Tensor slot = gradient(param, set);
+  s.in_place[param] = plain && grad.raw_data() == slot.raw_data() ? 1 : 0;
+  if (!plain) slot.copy_from(grad);  // converts dtype and layout first
+  comm::scaled_to_16bit(comm_dtype_, (plain ? grad : slot).data<float>(), wire, count, grad_scale_);
 }
 
 std::vector<std::size_t> GradientBuckets::complete(int set) {
@@ -176,20 +198,19 @@ void GradientBuckets::reduce(comm::Communicator& comm, std::size_t bucket, int s
     }
     return;
   }
-  if (comm_dtype_ == DType::kF32) {
-    comm.allreduce(data, n, DType::kF32, algorithm);
-  } else {
-    for (std::size_t p : layout_.buckets[bucket]) {  // into the 16-bit range first
-      if (s.unscaled[p] == 0) continue;
-      float* x = data + layout_.offset[p];
-      scaled_copy(x, x, count_of(p), grad_scale_);
-      s.unscaled[p] = 0;
-    }
+  if (comm_dtype_ != DType::kF32) {
+    // The scaled gradients are in the wire buffer (add_to_wire): the sums come back widened and
+    // checked in one pass.
     auto* wire = static_cast<std::uint16_t*>(s.wire[bucket].raw_data());
-    convert_f32_to_16bit(comm_dtype_, data, wire, n);
     comm.allreduce(wire, n, comm_dtype_, algorithm);
-    convert_16bit_to_f32(comm_dtype_, wire, data, n);
+    for (std::size_t p : layout_.buckets[bucket]) {
+      const auto at = static_cast<std::size_t>(layout_.offset[p]);
+      const bool finite = comm::widen_all_finite(comm_dtype_, wire + at, data + at, count_of(p));
+      if (!finite && s.bad[bucket].empty()) s.bad[bucket] = fmt::format("'{}'", names_[p]);
+    }
+    return;
   }
+  comm.allreduce(data, n, DType::kF32, algorithm);
   // An unscaled f32 sum (adopted or written in place) is scaled here, fused with the check.
   for (std::size_t p : layout_.buckets[bucket]) {
     float* x = data + layout_.offset[p];

@@ -9,14 +9,14 @@
 // allreduced sum is then the mean) as it is copied into its bucket, so scaling costs no pass of
 // its own over the bucket.
 //
-// A bucket of one parameter (a tensor at least as large as the threshold) is not copied when its
-// gradient is a plain f32 tensor nobody else holds (Tensor::storage_unshared; the autograd engine
-// drops its own handle before the hook runs): the bucket adopts that tensor and the allreduce
-// runs in place in it, as PyTorch DDP's gradient_as_bucket_view avoids the copy. The scaling
-// then moves to the communication thread, fused with the finite check after an f32 allreduce
-// (the sum of the unscaled gradients, then times grad_scale) and before the cast for f16/bf16
-// (where the scaled values must fit the 16-bit range). This saves the compute thread a copy of
-// every large gradient (12.8 MB a step for LeNet's largest weight).
+// With f32 on the wire, a bucket of one parameter (a tensor at least as large as the threshold)
+// is not copied when its gradient is a plain f32 tensor nobody else holds
+// (Tensor::storage_unshared; the autograd engine drops its own handle before the hook runs): the
+// bucket adopts that tensor and the allreduce runs in place in it, as PyTorch DDP's
+// gradient_as_bucket_view avoids the copy. The scaling then moves to the communication thread,
+// fused with the finite check after the allreduce (the sum of the unscaled gradients, then
+// times grad_scale). This saves the compute thread a copy of every large gradient (12.8 MB a
+// step for LeNet's largest weight).
 //
 // Where a bucket has a buffer of its own (several parameters, or one that must lie in shared
 // memory), each parameter's slot in it is that parameter's gradient destination
@@ -31,11 +31,17 @@
 // 2-core VM: 0.6 ms a step faster (median of 11 interleaved pairs, faster in all 11), scaling
 // efficiency over one process 0.94 against 0.92.
 //
-// Communication in f16 or bf16 (ChainerMN's fp16 allreduce): the f32 bucket, already divided by
-// the number of ranks so the sum stays in range, is cast to the 16-bit type, allreduced (the
-// additions are done in f32 and rounded to the 16-bit type once per addition, see comm/reduce.h),
-// and cast back to f32. That halves the bytes on the wire; each gradient element carries about
-// log2(p) + 1 roundings to 11 (f16) or 8 (bf16) significant bits.
+// Communication in f16 or bf16 (ChainerMN's fp16 allreduce): each gradient leaves backward in the
+// wire type. The hook writes it times grad_scale (so the sum stays in f16's range), rounded to
+// the 16-bit type, straight into its slot of the bucket's wire buffer: one pass, as the scaled
+// copy into an f32 bucket is, and no bucket adopts a gradient. The bucket is allreduced in the
+// 16-bit type (the additions are done in f32 and rounded once per addition, see comm/reduce.h),
+// and its sums are widened into the f32 bucket and checked for NaN and Inf in one pass
+// (comm/reduce.h: scaled_to_16bit, widen_all_finite). Against casting an f32 bucket on the
+// communication thread (a scaling pass for adopted gradients, the cast, the cast back, the
+// check), that halves the bytes the passes move, 12 an element instead of 24. The wire carries
+// half the bytes; each gradient element carries about log2(p) + 1 roundings to 11 (f16) or 8
+// (bf16) significant bits.
 #pragma once
 
 #include <cstdint>
@@ -122,6 +128,7 @@ class GradientBuckets {
 
  private:
   std::vector<std::size_t> release(int set);
+  void add_to_wire(std::size_t param, const Tensor& grad, bool plain, int set);
 
   BucketLayout layout_;
   std::vector<Variable> params_;

@@ -87,7 +87,11 @@ PipelinePrediction predict_pipeline(const Workload& w, const Profile& profile, c
       for (std::size_t b = 0; b < layout.buckets.size(); ++b) {
         const auto elements = layout.bucket_elements[b];
         sync += allreduce_time(plan, static_cast<std::size_t>(elements), profile).seconds;
-        if (!layout.adopts_gradient(b)) sync += static_cast<double>(elements) * profile.device.gradient_copy_seconds();
+        if (shape.comm_dtype != DType::kF32) {  // the cast into the wire and the widening back
+          sync += static_cast<double>(elements) * 2 * profile.device.wire_pass_seconds(shape.comm_dtype);
+        } else if (!layout.adopts_gradient(b)) {
+          sync += static_cast<double>(elements) * profile.device.gradient_copy_seconds();
+        }
       }
     }
     out.allreduce_s.push_back(sync);

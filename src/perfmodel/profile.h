@@ -139,11 +139,17 @@ struct DeviceProfile {
     return 1.0 / (r ? r->value : reduce.value);
   }
   // f32 gradient elements per second cast to f16 (bf16) for the wire and the sums cast back: both
-  // conversions of a bucket, as the communication thread makes them (parallel/buckets.h). Optional
-  // in the schema (dtrain calibrate measures them); absent: priced as the bytes the two casts read
-  // and write (6 + 6 per element) at the gradient copy's rate.
+  // passes of a 16-bit wire bucket (parallel/buckets.h), the scaled cast into the wire (the
+  // grad-ready hook) and the widening with the finite check (the communication thread). Optional
+  // in the schema (dtrain calibrate measures them); absent: priced as the bytes each pass reads
+  // and writes (6 per element) at the gradient copy's rate.
   std::optional<Quantity> cast_f16, cast_bf16;
   const std::optional<Quantity>& cast(DType wire) const { return wire == DType::kBF16 ? cast_bf16 : cast_f16; }
+  // Seconds per element of one of those two passes (each moves 6 bytes, the copy 8).
+  double wire_pass_seconds(DType wire) const {
+    const std::optional<Quantity>& c = cast(wire);
+    return c ? 0.5 / c->value : 0.75 * gradient_copy_seconds();
+  }
 };
 
 // How much of its speed each of a worker's two threads keeps while the other one is busy: on a

@@ -250,8 +250,9 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   // The compute thread's items: forward and backward of each micro-batch, layer by layer. In the
   // last backward each parameter's grad-ready hook copies its gradient into its bucket as soon as
   // its layer's backward ends (a bucket of one parameter adopts the gradient instead, no copy,
-  // except with shm and f32; a linear layer's weight gradient is written into its slot by backward,
-  // no copy either: parallel/buckets.h); a bucket is released when its last gradient is in and
+  // with f32 on the wire except with shm; a linear layer's weight gradient is written into its
+  // slot by backward, no copy either; with f16 or bf16 on the wire every gradient is cast into its
+  // wire slot instead: parallel/buckets.h); a bucket is released when its last gradient is in and
   // every bucket before it was released.
   SimInput sim;
   sim.double_buffering = c.double_buffering;
@@ -299,16 +300,21 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   }
   std::vector<std::int64_t> numels;
   for (const ParameterInfo& q : w.params) numels.push_back(q.numel);
-  // With shm and f32 on the wire a bucket's buffer must lie in shared memory, so one-parameter
-  // buckets copy their gradient too (comm/bucket_plan.h: adopts_gradients).
+  // With shm and f32 on the wire a bucket's buffer must lie in shared memory, and with f16 or bf16
+  // every gradient is cast into its wire slot, so one-parameter buckets copy (cast) their gradient
+  // too (comm/bucket_plan.h: adopts_gradients).
   const BucketLayout layout = plan_buckets(numels, c.bucket_bytes, adopts_gradients(c.algorithm, c.comm_dtype));
   // Item of the last backward that makes each parameter's gradient final.
   std::vector<std::size_t> final_item(w.params.size(), sim.items.empty() ? 0 : sim.items.size() - 1);
   double copies = 0;
-  const double copy_rate = d.gradient_copy_seconds();  // s per element
+  const bool half = c.comm_dtype != DType::kF32;
+  // s per element: the scaled copy, or the scaled cast into a 16-bit wire.
+  const double copy_rate = half ? d.wire_pass_seconds(c.comm_dtype) : d.gradient_copy_seconds();
   // Written in place only by the one backward of a step: with accumulation the first micro-batch's
   // gradient is in the slot, and the sum of the later ones is a new tensor, copied in.
-  const auto in_place = [&](std::size_t q) { return w.params[q].written_in_place && c.accumulate == 1; };
+  const auto in_place = [&](std::size_t q) {
+    return w.params[q].written_in_place && c.accumulate == 1 && !half;  // a 16-bit wire casts it all the same
+  };
   // Gradients scaled on the communication thread (adopted or written in place), per bucket.
   std::vector<std::int64_t> scaled_later(layout.buckets.size(), 0);
   for (std::size_t q = 0; q < w.params.size(); ++q) {
@@ -328,22 +334,19 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   }
 
   if (distributed) {
-    const bool half = c.comm_dtype != DType::kF32;
-    // The communication thread's passes over a bucket, bytes per element: the finite check
-    // (read f32); f16/bf16 casts each way (4 + 2 bytes); an adopted gradient's scaling (write
-    // f32, reading what the check reads after an f32 allreduce; a pass of its own, read and
-    // write, before an f16/bf16 cast), and so of a gradient written in place. These passes run
-    // as the copy does (a buffer a step old), so with a calibrated gradient copy each byte they
-    // read or write costs half a copied byte; the two casts at their calibrated rate, where the
-    // profile has one (a conversion without vector instructions is far slower than its bytes).
-    const std::optional<Quantity> cast = half ? d.cast(c.comm_dtype) : std::nullopt;
+    // The communication thread's passes over a bucket, bytes per element: with f32 on the wire,
+    // the finite check (read f32) and an adopted gradient's scaling (write f32, reading what the
+    // check reads), and so of a gradient written in place. These passes run as the copy does (a
+    // buffer a step old), so with a calibrated gradient copy each byte they read or write costs
+    // half a copied byte. With f16 or bf16, the widening of the sums fused with the check (read
+    // 2, write 4), half of the two casts' calibrated time where the profile has it (a conversion
+    // without vector instructions is far slower than its bytes).
     const auto local_rate = [&](bool scaled) {
-      const double cast_bytes = half && !cast ? 6.0 : 0.0;  // each way: read 4 write 2, read 2 write 4
-      const double reads = 4.0 + cast_bytes + (scaled && half ? 4.0 : 0.0);
-      const double writes = cast_bytes + (scaled ? 4.0 : 0.0);
-      return (cast ? 1.0 / cast->value : 0.0) + (d.gradient_copy
-                                                     ? (reads + writes) / (2 * d.gradient_copy->value)
-                                                     : reads / d.memory_read.value + writes / d.memory_write.value);
+      if (half) return d.wire_pass_seconds(c.comm_dtype);
+      const double reads = 4.0;
+      const double writes = scaled ? 4.0 : 0.0;
+      return d.gradient_copy ? (reads + writes) / (2 * d.gradient_copy->value)
+                             : reads / d.memory_read.value + writes / d.memory_write.value;
     };
     // With f32 buckets in shared memory (shm) the allreduce scales and checks the sums as it makes
     // them, and the calibrated shm ladder times it doing so: no pass of its own.

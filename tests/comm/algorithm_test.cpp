@@ -1,6 +1,9 @@
 // Algorithm names and choice, the reduction's rounding, and the benchmark's table.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <limits>
+
 #include "comm/benchmark.h"
 #include "comm/local_transport.h"
 #include "comm/reduce.h"
@@ -47,10 +50,13 @@ TEST(Reduce, SixteenBitSumsRoundOncePerAddition) {
   EXPECT_EQ(f16_to_f32(h), 2052.0f);
 }
 
-TEST(Reduce, LongSixteenBitVectorsAgreeWithElementByElementSums) {
-  // The vector paths (16 at a time, the rest blocked) against one rounding per element, over
-  // values that round up, tie, overflow to infinity, underflow to subnormals, and NaN; 1500 is
-  // not a multiple of 16, so the tail is checked too.
+// 1500 values (not a multiple of 16, so the vector paths' tails are checked too) that round up,
+// tie, overflow to infinity, underflow to subnormals, and NaN; y pairs each special value of x
+// with the next one.
+struct SixteenBitCases {
+  std::vector<float> x, y;
+};
+SixteenBitCases sixteen_bit_cases() {
   const std::vector<float> special{65504.0f,
                                    65504.0f,
                                    -65504.0f,
@@ -61,17 +67,23 @@ TEST(Reduce, LongSixteenBitVectorsAgreeWithElementByElementSums) {
                                    1e-40f,
                                    std::numeric_limits<float>::infinity(),
                                    std::numeric_limits<float>::quiet_NaN()};
-  std::vector<float> xf(1500), yf(1500);
-  for (std::size_t i = 0; i < xf.size(); ++i) {
-    xf[i] = static_cast<float>(i) * 0.37f - 200.0f;
-    yf[i] = 1.0f / static_cast<float>(i + 1);
+  SixteenBitCases c{std::vector<float>(1500), std::vector<float>(1500)};
+  for (std::size_t i = 0; i < c.x.size(); ++i) {
+    c.x[i] = static_cast<float>(i) * 0.37f - 200.0f;
+    c.y[i] = 1.0f / static_cast<float>(i + 1);
   }
   for (std::size_t k = 0; k < special.size(); ++k) {
-    xf[7 * k] = special[k];
-    yf[7 * k] = special[(k + 1) % special.size()];
-    xf[1490 + k] = special[k];  // in the tail
-    yf[1490 + k] = special[k];
+    c.x[7 * k] = special[k];
+    c.y[7 * k] = special[(k + 1) % special.size()];
+    c.x[1490 + k] = special[k];  // in the tail
+    c.y[1490 + k] = special[k];
   }
+  return c;
+}
+
+TEST(Reduce, LongSixteenBitVectorsAgreeWithElementByElementSums) {
+  // The vector paths (16 at a time, the rest blocked) against one rounding per element.
+  const auto [xf, yf] = sixteen_bit_cases();
   for (DType dtype : {DType::kF16, DType::kBF16}) {
     SCOPED_TRACE(dtype_name(dtype));
     const bool half = dtype == DType::kF16;
@@ -85,6 +97,38 @@ TEST(Reduce, LongSixteenBitVectorsAgreeWithElementByElementSums) {
     auto z = x;
     reduce_sum(z.data(), y.data(), z.size(), dtype);
     for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(z[i], to16(to32(x[i]) + to32(y[i]))) << "element " << i;
+  }
+}
+
+// A 16-bit wire bucket's two passes (parallel/buckets.h) against one conversion per element:
+// the scaled cast rounds the f32 product once; the widening is exact and reports a NaN or Inf
+// wherever it lies, in the vector part or the tail.
+TEST(Reduce, ScaledCastAndWideningAgreeWithElementByElementConversions) {
+  const std::vector<float> xf = sixteen_bit_cases().x;
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const bool half = dtype == DType::kF16;
+    auto to16 = [half](float f) { return half ? f32_to_f16(f) : f32_to_bf16(f); };
+    auto to32 = [half](std::uint16_t h) { return half ? f16_to_f32(h) : bf16_to_f32(h); };
+    for (const float scale : {0.5f, 0.3f}) {
+      std::vector<std::uint16_t> wire(xf.size());
+      scaled_to_16bit(dtype, xf.data(), wire.data(), xf.size(), scale);
+      for (std::size_t i = 0; i < xf.size(); ++i) ASSERT_EQ(wire[i], to16(scale * xf[i])) << "element " << i;
+      std::vector<float> back(wire.size());
+      EXPECT_FALSE(widen_all_finite(dtype, wire.data(), back.data(), wire.size()));
+      for (std::size_t i = 0; i < wire.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(back[i]), std::bit_cast<std::uint32_t>(to32(wire[i]))) << i;
+      }
+    }
+    // Finite everywhere, then one NaN in the vector part, then one in the tail.
+    std::vector<std::uint16_t> finite(1500, to16(1.5f));
+    std::vector<float> back(finite.size());
+    EXPECT_TRUE(widen_all_finite(dtype, finite.data(), back.data(), finite.size()));
+    for (const std::size_t at : {std::size_t{33}, std::size_t{1499}}) {
+      std::vector<std::uint16_t> one_bad = finite;
+      one_bad[at] = to16(std::numeric_limits<float>::quiet_NaN());
+      EXPECT_FALSE(widen_all_finite(dtype, one_bad.data(), back.data(), one_bad.size())) << at;
+    }
   }
 }
 

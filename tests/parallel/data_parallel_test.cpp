@@ -259,6 +259,59 @@ TEST(Buckets, OneParameterBucketAdoptsAnUnsharedGradientAndScalesItAfterTheSum) 
   }
 }
 
+// With f16 or bf16 on the wire each gradient goes into its wire slot times the scale and rounded,
+// in one pass: its f32 slot stays untouched until the widened sums come back, no bucket adopts a
+// gradient, and the mean is the 16-bit sum of the rounded halves, widened; a NaN is named.
+TEST(Buckets, A16BitWireTakesEachGradientScaledAndRoundedAndGivesBackTheWidenedSums) {
+  for (const DType wire : {DType::kF16, DType::kBF16}) {
+    const auto round16 = [wire](float x) {
+      return wire == DType::kF16 ? f16_to_f32(f32_to_f16(x)) : bf16_to_f32(f32_to_bf16(x));
+    };
+    const auto value = [](int rank, std::size_t i) { return 0.1f * static_cast<float>(i + 1) + 0.37f * rank; };
+    std::vector<std::vector<float>> got(2);
+    std::vector<std::string> bad(2);
+    comm::run_local(2, [&](comm::Communicator& c) {
+      std::vector<Variable> ps{Variable(Tensor::zeros({3}), true), Variable(Tensor::zeros({5}), true),
+                               Variable(Tensor::zeros({40}), true)};
+      GradientBuckets b(ps, {"small", "mid", "large"}, 64, wire, 1, 0.5);  // buckets: large; mid and small
+      ASSERT_EQ(b.num_buckets(), 2u);
+      for (const bool poison : {false, true}) {
+        b.begin(0);
+        std::vector<float> g(40);
+        for (std::size_t i = 0; i < g.size(); ++i) g[i] = value(c.rank(), i);
+        const Tensor large = Tensor::from_vector(g, {40});
+        const std::vector<float> slot_before = b.gradient(2, 0).to_vector();  // zeros, then last step's sums
+        b.add(2, large, 0);
+        EXPECT_FALSE(b.adopted(0, 0)) << "a 16-bit wire adopts nothing";
+        EXPECT_EQ(large.to_vector(), g) << "the gradient itself is not scaled";
+        EXPECT_EQ(b.gradient(2, 0).to_vector(), slot_before) << "no f32 copy";
+        std::vector<float> m(g.begin(), g.begin() + 5);
+        if (poison && c.rank() == 1) m[2] = std::nanf("");
+        b.add(1, Tensor::from_vector(m, {5}), 0);
+        b.complete(0);  // small: no gradient, zeros
+        for (std::size_t k : {0u, 1u}) b.reduce(c, k, 0, comm::Algorithm::kRing);
+        bad[static_cast<std::size_t>(c.rank())] = b.non_finite_parameter(0);
+        if (poison) continue;
+        std::vector<float> all = b.gradient(2, 0).to_vector();
+        for (std::size_t p : {1u, 0u}) {
+          const std::vector<float> v = b.gradient(p, 0).to_vector();
+          all.insert(all.end(), v.begin(), v.end());
+        }
+        got[static_cast<std::size_t>(c.rank())] = all;
+      }
+    });
+    std::vector<float> want;
+    for (std::size_t i = 0; i < 40; ++i)
+      want.push_back(round16(round16(0.5f * value(0, i)) + round16(0.5f * value(1, i))));
+    for (std::size_t i = 0; i < 5; ++i) want.push_back(want[i]);
+    for (std::size_t i = 0; i < 3; ++i) want.push_back(0.0f);
+    for (std::size_t r = 0; r < 2; ++r) {
+      EXPECT_EQ(got[r], want) << dtype_name(wire) << " rank " << r;
+      EXPECT_EQ(bad[r], "'mid'") << dtype_name(wire) << " rank " << r;
+    }
+  }
+}
+
 // Except with shm and f32 on the wire, whose buckets must lie in shared memory: `auto` picks shm
 // for ranks of one host, and then every gradient is copied in.
 TEST(DataParallel, LargeGradientsAreAllreducedWhereBackwardLeftThem) {
