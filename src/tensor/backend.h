@@ -107,6 +107,11 @@ class Backend {
   // --- linear: y[N, O] = x[N, I] w[O, I]^T + b[O] (plain) ---
   virtual Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor* b) = 0;
   virtual Tensor linear_backward_data(const Tensor& dy, const Tensor& w) = 0;
+  // The weight as linear_forward and linear_backward_data read it: w, or in the CPU backend's
+  // bf16 compute precision w rounded to bf16 once, which forward reads and the graph keeps for
+  // backward-data (one rounding a step instead of two, kept in 2 bytes an element; the products
+  // round their operands to bf16 anyway, so the bits are the same).
+  virtual Tensor linear_weight_operand(const Tensor& w) { return w; }
   // dw_into: null for a new dw; else a plain f32 CPU tensor of dw's shape that dw is written into
   // (and returned as dw), so a gradient can land where it is needed without a copy
   // (autograd/variable.h: gradient_destination).

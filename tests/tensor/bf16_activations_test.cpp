@@ -147,6 +147,26 @@ TEST(Bf16Activations, LinearLayersReadABf16InputAsTheyReadItsF32Value) {
   expect_same_bits(fast.linear_forward(x.bf16, w, &b), fast.linear_forward(x.f32, w, &b), "f32 forward");
 }
 
+// The weight rounded once (linear_weight_operand), which forward reads and the graph keeps for
+// backward-data, gives the bits the f32 weight gives, from f32 and bf16 inputs; outside bf16
+// precision the weight is itself.
+TEST(Bf16Activations, ALinearWeightRoundedOnceGivesTheBitsOfTheF32Weight) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  Backend& fast = cpu_backend();
+  std::mt19937 rng(19);
+  const Activation x = activation({8, 40}, rng, Layout::kPlain);
+  const Tensor w = random_tensor({12, 40}, rng), b = random_tensor({12}, rng), dy = random_tensor({8, 12}, rng);
+  EXPECT_TRUE(fast.linear_weight_operand(w).shares_storage_with(w));
+  const InBf16 bf16;
+  const Tensor w16 = fast.linear_weight_operand(w);
+  ASSERT_EQ(w16.dtype(), DType::kBF16);
+  expect_same_bits(w16, round_to_bf16(w), "the rounded weight");
+  for (const Tensor& in : {x.bf16, x.f32}) {
+    expect_same_bits(fast.linear_forward(in, w16, &b), fast.linear_forward(in, w, &b), "forward");
+  }
+  expect_same_bits(fast.linear_backward_data(dy, w16), fast.linear_backward_data(dy, w), "backward data");
+}
+
 TEST(Bf16Activations, PoolingKeepsBf16ForwardAndAnF32Backward) {
   if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
   Backend& fast = cpu_backend();

@@ -15,24 +15,23 @@ Variable linear(const Variable& x, const Variable& w, const Variable& b) {
     throw ShapeError(fmt::format("linear: bias {} does not fit weight {}", b.shape(), w.shape()));
   }
   Backend& be = dispatch(x.data());
-  Tensor y = be.linear_forward(x.data(), w.data(), has_bias ? &b.data() : nullptr);
+  const Tensor wt = be.linear_weight_operand(w.data());
+  Tensor y = be.linear_forward(x.data(), wt, has_bias ? &b.data() : nullptr);
   std::vector<Variable> inputs{x, w};
   if (has_bias) inputs.push_back(b);
   const bool need_dx = x.requires_grad();
-  return Variable::from_op(std::move(y), "linear", inputs,
-                           [xt = x.data(), wt = w.data(), has_bias, need_dx](const Tensor& g) {
-                             Backend& bk = dispatch(g);
-                             std::vector<Tensor> grads;
-                             grads.push_back(need_dx ? bk.linear_backward_data(g, wt) : Tensor());
-                             // dW straight into the weight's gradient destination, if it has one.
-                             const Tensor* into = g.device() == Device::cpu() && g.dtype() == DType::kF32
-                                                      ? gradient_destination(1, wt.shape())
-                                                      : nullptr;
-                             WeightGrads wg = bk.linear_backward_weights(g, xt, has_bias, into);
-                             grads.push_back(std::move(wg.dw));
-                             if (has_bias) grads.push_back(std::move(wg.db));
-                             return grads;
-                           });
+  return Variable::from_op(std::move(y), "linear", inputs, [xt = x.data(), wt, has_bias, need_dx](const Tensor& g) {
+    Backend& bk = dispatch(g);
+    std::vector<Tensor> grads;
+    grads.push_back(need_dx ? bk.linear_backward_data(g, wt) : Tensor());
+    // dW straight into the weight's gradient destination, if it has one.
+    const Tensor* into =
+        g.device() == Device::cpu() && g.dtype() == DType::kF32 ? gradient_destination(1, wt.shape()) : nullptr;
+    WeightGrads wg = bk.linear_backward_weights(g, xt, has_bias, into);
+    grads.push_back(std::move(wg.dw));
+    if (has_bias) grads.push_back(std::move(wg.db));
+    return grads;
+  });
 }
 
 }  // namespace dtrain::ops

@@ -42,6 +42,7 @@ class CpuBackend : public ReferenceBackend {
 
   Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor* b) override;
   Tensor linear_backward_data(const Tensor& dy, const Tensor& w) override;
+  Tensor linear_weight_operand(const Tensor& w) override;
   WeightGrads linear_backward_weights(const Tensor& dy, const Tensor& x, bool with_bias,
                                       const Tensor* dw_into) override;
 

@@ -3,7 +3,8 @@
 //   forward        y[N, O]  = x[N, I] w[O, I]^T (+ b, written first and accumulated with beta = 1)
 //   backward data  dx[N, I] = dy[N, O] w[O, I]
 //   backward wts   dw[O, I] = dy[N, O]^T x[N, I],  db[O] = column sums of dy
-// x may be a bf16 activation (Backend::relu_forward_activation): gemm_bf16 reads it as it is.
+// x may be a bf16 activation (Backend::relu_forward_activation), and w in bf16 compute precision
+// the bf16 weight linear_weight_operand rounded: gemm_bf16 reads both as they are.
 #include <algorithm>
 
 #include "tensor/kernels/cpu/compute_precision.h"
@@ -14,23 +15,27 @@
 namespace dtrain {
 namespace {
 
-// Whether x is a bf16 activation that the bf16 matrix product reads as it is.
-bool bf16_activation(const Tensor& x) {
+// Whether x is a bf16 operand (an activation, a rounded weight) that the bf16 matrix product
+// reads as it is.
+bool read_as_bf16(const Tensor& x) {
   return x.dtype() == DType::kBF16 && compute_precision() == ComputePrecision::kBF16;
 }
 
 // x, or, for a bf16 activation in an f32 run, x widened to f32.
-Tensor linear_input(const Tensor& x) { return bf16_activation(x) ? x : f32_operand(x); }
+Tensor linear_input(const Tensor& x) { return read_as_bf16(x) ? x : f32_operand(x); }
 
 // The matrix product with x (plain [rows, cols]) as operand A or B.
 GemmBf16Operand operand(const Tensor& x) { return {x.raw_data(), x.dtype() == DType::kBF16}; }
+
+// A weight the kernels read: f32, or a bf16 one (linear_weight_operand) in bf16 precision.
+bool readable_weight(const Tensor& w) { return is_f32(w) || read_as_bf16(w); }
 
 }  // namespace
 
 Tensor CpuBackend::linear_forward(const Tensor& x_in, const Tensor& w, const Tensor* b) {
   const Tensor x = linear_input(x_in);
-  if ((!is_f32(x) && !bf16_activation(x)) || !is_f32(w) || (b != nullptr && !is_f32(*b)))
-    return ReferenceBackend::linear_forward(x, w, b);
+  if ((!is_f32(x) && !read_as_bf16(x)) || !readable_weight(w) || (b != nullptr && !is_f32(*b)))
+    return ReferenceBackend::linear_forward(x, f32_operand(w), b);
   check_linear(x, w);
   const std::int64_t N = x.size(0), I = x.size(1), O = w.size(0);
   if (b != nullptr && b->numel() != O) {
@@ -47,28 +52,39 @@ Tensor CpuBackend::linear_forward(const Tensor& x_in, const Tensor& w, const Ten
     }
   }
   const float beta = b != nullptr ? 1.0f : 0.0f;
-  if (bf16_activation(x)) {
-    gemm_bf16(false, true, N, O, I, 1.0f, operand(x), I, {w.data<float>()}, I, beta, py, O);
+  if (read_as_bf16(x) || read_as_bf16(w)) {
+    gemm_bf16(false, true, N, O, I, 1.0f, operand(x), I, operand(w), I, beta, py, O);
   } else {
     matrix_multiply(false, true, N, O, I, 1.0f, x.data<float>(), I, w.data<float>(), I, beta, py, O);
   }
   return y;
 }
 
+Tensor CpuBackend::linear_weight_operand(const Tensor& w) {
+  if (compute_precision() != ComputePrecision::kBF16 || !is_f32(w) || w.dim() != 2) return w;
+  Tensor w16 = Tensor::empty(w.shape(), DType::kBF16);
+  round_to_bf16(w.data<float>(), static_cast<std::uint16_t*>(w16.raw_data()), w.numel());
+  return w16;
+}
+
 Tensor CpuBackend::linear_backward_data(const Tensor& dy, const Tensor& w) {
-  if (!is_f32(dy) || !is_f32(w)) return ReferenceBackend::linear_backward_data(dy, w);
+  if (!is_f32(dy) || !readable_weight(w)) return ReferenceBackend::linear_backward_data(dy, f32_operand(w));
   DT_CHECK(dy.dim() == 2 && w.dim() == 2 && dy.size(1) == w.size(0), "linear backward: gradient {} and weight {}",
            dy.shape(), w.shape());
   const std::int64_t N = dy.size(0), O = w.size(0), I = w.size(1);
   Tensor dx = Tensor::empty({N, I}, DType::kF32);
-  matrix_multiply(false, false, N, I, O, 1.0f, dy.data<float>(), O, w.data<float>(), I, 0.0f, dx.data<float>(), I);
+  if (read_as_bf16(w)) {
+    gemm_bf16(false, false, N, I, O, 1.0f, {dy.data<float>()}, O, operand(w), I, 0.0f, dx.data<float>(), I);
+  } else {
+    matrix_multiply(false, false, N, I, O, 1.0f, dy.data<float>(), O, w.data<float>(), I, 0.0f, dx.data<float>(), I);
+  }
   return dx;
 }
 
 WeightGrads CpuBackend::linear_backward_weights(const Tensor& dy, const Tensor& x_in, bool with_bias,
                                                 const Tensor* dw_into) {
   const Tensor x = linear_input(x_in);
-  if (!is_f32(dy) || (!is_f32(x) && !bf16_activation(x)))
+  if (!is_f32(dy) || (!is_f32(x) && !read_as_bf16(x)))
     return ReferenceBackend::linear_backward_weights(dy, x, with_bias, dw_into);
   DT_CHECK(dy.dim() == 2 && x.dim() == 2 && dy.size(0) == x.size(0), "linear backward: gradient {} and input {}",
            dy.shape(), x.shape());
@@ -80,7 +96,7 @@ WeightGrads CpuBackend::linear_backward_weights(const Tensor& dy, const Tensor& 
   if (N == 0) {
     out.dw.fill(0.0);
   } else {
-    if (bf16_activation(x)) {
+    if (read_as_bf16(x)) {
       gemm_bf16(true, false, O, I, N, 1.0f, {g}, O, operand(x), I, 0.0f, out.dw.data<float>(), I);
     } else {
       matrix_multiply(true, false, O, I, N, 1.0f, g, O, x.data<float>(), I, 0.0f, out.dw.data<float>(), I);
