@@ -17,9 +17,11 @@ namespace dtrain::perf {
 namespace {
 
 int stage_of(const std::string& path, const PipelineShape& shape) {
-  for (std::size_t s = 0; s < shape.stage_layers.size(); ++s)
-    for (const std::string& name : shape.stage_layers[s])
+  for (std::size_t s = 0; s < shape.stage_layers.size(); ++s) {
+    for (const std::string& name : shape.stage_layers[s]) {
       if (path == name || path.starts_with(name + ".")) return static_cast<int>(s);
+    }
+  }
   return -1;
 }
 
@@ -28,9 +30,10 @@ int stage_of(const std::string& path, const PipelineShape& shape) {
 PipelinePrediction predict_pipeline(const Workload& w, const Profile& profile, const PipelineShape& shape) {
   const int k = static_cast<int>(shape.stage_layers.size());
   DT_CHECK(k >= 1, "a pipeline of {} stages", k);
-  if (shape.micro_batches < 1 || shape.batch % shape.micro_batches != 0)
+  if (shape.micro_batches < 1 || shape.batch % shape.micro_batches != 0) {
     throw InputError(fmt::format("--micro-batches {} does not divide the batch of {}: use a divisor of {}",
                                  shape.micro_batches, shape.batch, shape.batch));
+  }
   const std::int64_t rows = shape.batch / shape.micro_batches;
   PipelinePrediction out;
   out.stages.resize(k);
@@ -138,11 +141,12 @@ std::string describe_pipeline(const PipelinePrediction& p, const PipelineShape& 
                     tensor ? format_seconds(p.tensor_comm_s[s]) : "", format_seconds(p.update_s[s] + p.allreduce_s[s]),
                     send, 100 * p.clock.idle_s[s] / p.clock.step_s);
   }
-  if (tensor)
+  if (tensor) {
     out += fmt::format(
         "  (forward and backward include the tensor-parallel collectives, tp comm, per micro-batch; the step waits "
         "{} for the slowest of the T ranks)\n",
         format_seconds(p.tensor_sync_s));
+  }
   out += fmt::format("step {} (schedule {} + slowest {}), bubble {:.0f}% of the stages' time, {:.0f} samples/s\n",
                      format_seconds(p.step_s), format_seconds(p.clock.step_s),
                      shape.replicas > 1 ? "allreduce and update" : "update", 100 * p.clock.bubble_fraction(),
