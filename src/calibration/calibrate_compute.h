@@ -113,8 +113,10 @@ struct DeviceCalibration {
 };
 
 // Bytes of an activation element and of its gradient's in dtrain's bf16 runs (the profile's
-// device.precisions.bf16.activation_bytes and gradient_bytes): convolutions, batch norms and
-// ReLUs write bf16; the gradients stay f32 but for a bf16 batch norm's dx.
+// device.precisions.bf16.activation_bytes and gradient_bytes): convolutions, batch norms, ReLUs
+// and additions of bf16 activations write bf16; the gradients are f32 but inside a ResNet block
+// (from its last batch norm to its first convolution), where they stay bf16, a share the model
+// does not price apart.
 struct Bf16RunBytes {
   static constexpr double activation = 2, gradient = 4;
 };

@@ -324,12 +324,14 @@ Profile calibrated_profile(const Calibration& c) {
     d.precisions.emplace_back(
         "bf16", PrecisionRates{rate("conv2d"), rate("linear"),
                                Quantity{Bf16RunBytes::activation, 0, 0,
-                                        "dtrain's bf16 runs keep the outputs of convolutions, batch norms, ReLUs and "
-                                        "poolings in bf16 (tensor/kernels/cpu/conv.cpp, norm.cpp); additions and "
-                                        "linear layers write f32"},
+                                        "dtrain's bf16 runs keep the outputs of convolutions, batch norms, ReLUs, "
+                                        "poolings and additions of bf16 activations in bf16 "
+                                        "(tensor/kernels/cpu/conv.cpp, norm.cpp, elementwise.cpp); linear layers "
+                                        "write f32"},
                                Quantity{Bf16RunBytes::gradient, 0, 0,
-                                        "the gradients of activations stay f32 in dtrain's bf16 runs but for a "
-                                        "batch norm's dx, which its convolution reads in bf16"},
+                                        "the gradients of activations are f32 in dtrain's bf16 runs but inside a "
+                                        "chain of bf16 nodes (a ResNet block's, from its last batch norm to its "
+                                        "first convolution), where they stay bf16"},
                                std::move(memory_bound)});
   }
   d.memory_read =
