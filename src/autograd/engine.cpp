@@ -12,16 +12,31 @@ namespace {
 thread_local bool grad_mode = true;
 thread_local BackwardObserver* observer = nullptr;
 thread_local const Node* running_node = nullptr;  // whose backward function runs (gradient_destination)
+// How many edges of the pass still lead to a leaf: its gradient is final when none does.
+struct LeafUses {
+  int remaining = 0;
+  std::shared_ptr<VariableImpl> leaf;
+};
+// The running pass's edges still to reach each leaf (scaled_gradient_destination).
+thread_local const std::unordered_map<VariableImpl*, LeafUses>* pass_leaf_uses = nullptr;
 
 class RunningNode {
  public:
-  explicit RunningNode(const Node* node) : previous_(running_node) { running_node = node; }
-  ~RunningNode() { running_node = previous_; }
+  RunningNode(const Node* node, const std::unordered_map<VariableImpl*, LeafUses>& uses)
+      : previous_(running_node), previous_uses_(pass_leaf_uses) {
+    running_node = node;
+    pass_leaf_uses = &uses;
+  }
+  ~RunningNode() {
+    running_node = previous_;
+    pass_leaf_uses = previous_uses_;
+  }
   RunningNode(const RunningNode&) = delete;
   RunningNode& operator=(const RunningNode&) = delete;
 
  private:
   const Node* previous_;
+  const std::unordered_map<VariableImpl*, LeafUses>* previous_uses_;
 };
 
 void accumulate(Tensor& into, const Tensor& g) {
@@ -30,13 +45,17 @@ void accumulate(Tensor& into, const Tensor& g) {
   into = into.defined() ? dispatch(into).add(into, g) : g;
 }
 
+bool is_16bit(const Tensor& t) { return t.defined() && (t.dtype() == DType::kBF16 || t.dtype() == DType::kF16); }
+
+// Whether an op wrote the gradient into the leaf's scaled 16-bit destination
+// (scaled_gradient_destination offered it: the leaf had no gradient yet).
+bool written_scaled(const VariableImpl& leaf, const Tensor& g) {
+  const Tensor& d = leaf.scaled_grad_destination;
+  return g.defined() && d.defined() && g.dtype() == d.dtype() && g.raw_data() == d.raw_data();
+}
+
 // Post-order DFS (iterative: ResNet-56 graphs are deep) giving nodes in topological order
 // reversed, plus how many edges point at each leaf.
-struct LeafUses {
-  int remaining = 0;
-  std::shared_ptr<VariableImpl> leaf;
-};
-
 void sort_graph(Node* root, std::vector<Node*>& order, std::unordered_map<VariableImpl*, LeafUses>& leaf_uses) {
   std::unordered_set<Node*> seen{root};
   std::vector<std::pair<Node*, std::size_t>> stack{{root, 0}};
@@ -71,6 +90,20 @@ const Tensor* gradient_destination(std::size_t edge, const Shape& shape) {
   if (leaf == nullptr || leaf->grad.defined()) return nullptr;
   const Tensor& d = leaf->grad_destination;
   return plain_f32_cpu_of_shape(d, shape) ? &d : nullptr;
+}
+
+ScaledDestination scaled_gradient_destination(std::size_t edge, const Shape& shape) {
+  if (running_node == nullptr || pass_leaf_uses == nullptr || edge >= running_node->edges.size()) return {};
+  const std::shared_ptr<VariableImpl>& leaf = running_node->edges[edge].leaf;
+  if (leaf == nullptr || leaf->grad.defined()) return {};
+  const Tensor& d = leaf->scaled_grad_destination;
+  if (!d.defined() || (d.dtype() != DType::kBF16 && d.dtype() != DType::kF16) || d.device() != Device::cpu() ||
+      d.layout() != Layout::kPlain || d.shape() != shape) {
+    return {};
+  }
+  const auto uses = pass_leaf_uses->find(leaf.get());
+  if (uses == pass_leaf_uses->end() || uses->second.remaining != 1) return {};
+  return {&d, leaf->grad_destination_scale};
 }
 
 bool grad_enabled() { return grad_mode; }
@@ -116,7 +149,7 @@ void Variable::backward(const Tensor& seed) {
     if (!node->reads_bf16_gradient) grad_out = f32_operand(grad_out);  // charged to the node's time
     std::vector<Tensor> grads;
     {
-      const RunningNode running(node);
+      const RunningNode running(node, leaf_uses);
       grads = node->backward(grad_out);
     }
     node->backward = nullptr;  // frees the saved tensors as soon as they are used
@@ -127,7 +160,14 @@ void Variable::backward(const Tensor& seed) {
       if (e.node) {
         if (grads[i].defined()) accumulate(pending[e.node.get()], grads[i]);
       } else if (e.leaf) {
-        if (grads[i].defined()) accumulate(e.leaf->grad, f32_operand(grads[i]));
+        if (written_scaled(*e.leaf, grads[i])) {
+          e.leaf->grad = std::move(grads[i]);  // final, and scaled: kept as the op wrote it
+        } else if (grads[i].defined()) {
+          DT_CHECK(!is_16bit(e.leaf->grad),
+                   "a gradient written scaled into a 16-bit destination cannot be added to: zero_grad() before the "
+                   "next backward pass");
+          accumulate(e.leaf->grad, f32_operand(grads[i]));
+        }
         // The leaf holds its gradient now; dropping this slot lets a hook see whether anything
         // else (another edge, a pending sum, a view of grad_out) still shares the storage.
         grads[i] = Tensor();

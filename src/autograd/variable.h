@@ -25,6 +25,10 @@ struct VariableImpl {
   // Where an op may write this leaf's gradient when the pass reaches it with none yet (see
   // gradient_destination); undefined: wherever the op allocates it.
   Tensor grad_destination;
+  // A 16-bit destination (a bucket's wire slot) that an op may write `grad_destination_scale`
+  // times the gradient into, rounded to nearest even (see scaled_gradient_destination).
+  Tensor scaled_grad_destination;
+  float grad_destination_scale = 1.0F;
   bool requires_grad = false;
   std::shared_ptr<Node> grad_fn;  // the op that produced this variable; null for leaves
   std::string name;
@@ -78,6 +82,14 @@ class Variable {
   // skip copying the gradient in. Any later contribution is added out of place, as always.
   // An undefined tensor removes the destination.
   void set_grad_destination(Tensor where) { impl_->grad_destination = std::move(where); }
+  // The same for a 16-bit `where` (a bucket's f16 or bf16 wire slot) that receives `scale` times
+  // the gradient, rounded to nearest even, from an op that can write it so in the pass that
+  // computes it (linear and convolution weight gradients in bf16). grad() is then that scaled 16-bit
+  // tensor until its owner (parallel/buckets.h) gives the leaf the allreduced mean.
+  void set_scaled_grad_destination(Tensor where, float scale) {
+    impl_->scaled_grad_destination = std::move(where);
+    impl_->grad_destination_scale = scale;
+  }
 
   // Called during backward when this leaf's gradient for the pass is complete. The engine keeps
   // no handle on the gradient by then: where grad().storage_unshared(), the hook may take the
@@ -102,6 +114,17 @@ class Variable {
 // written into, if that edge leads to a leaf with a gradient destination of this shape (plain f32
 // on the CPU) and no gradient yet in this pass; null otherwise (the op allocates its own).
 const Tensor* gradient_destination(std::size_t edge, const Shape& shape);
+
+// Inside a node's backward function: the leaf's scaled 16-bit destination for edge `edge`
+// (Variable::set_scaled_grad_destination) and its factor, if the leaf has one of this shape, no
+// gradient yet in this pass and no other edge still to bring it one (the write is final: nothing
+// is ever added to a scaled gradient); {nullptr, 1} otherwise. An op that writes it returns that
+// tensor as the gradient; one that does not returns an f32 gradient as always.
+struct ScaledDestination {
+  const Tensor* tensor = nullptr;
+  float scale = 1.0F;
+};
+ScaledDestination scaled_gradient_destination(std::size_t edge, const Shape& shape);
 
 // Gradient recording is on by default; NoGradGuard turns it off on this thread (evaluation).
 bool grad_enabled();

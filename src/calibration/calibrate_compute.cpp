@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/loss.h"
@@ -495,7 +496,7 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
   if (o.bf16) {
     // Every layer again in bf16, rounds and medians as above: the matrix layers on the CPU's bf16
     // dot products, the memory-bound kinds (batch norm, pooling, ReLU, additions) on bf16 data.
-    set_compute_precision(ComputePrecision::kBF16);
+    std::optional<ComputePrecisionScope> in_bf16(std::in_place, ComputePrecision::kBF16);
     DeviceProfile memory_bf16 = memory_only;  // the memory floor with the bf16 run's bytes
     memory_bf16.activation_element_bytes = Bf16RunBytes::activation;
     memory_bf16.gradient_element_bytes = Bf16RunBytes::gradient;
@@ -514,7 +515,7 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
       t.memory_seconds = mem.forward.seconds + mem.backward.seconds;
       bf16_kind[compute_kind_index(t.kind)].push_back(t);
     }
-    set_compute_precision(ComputePrecision::kF32);
+    in_bf16.reset();
     for (std::size_t k = 0; k < kComputeKinds.size(); ++k) d.bf16[k] = solve_roofline_rate(bf16_kind[k]);
   }
   sync(o);

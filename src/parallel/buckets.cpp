@@ -73,18 +73,23 @@ GradientBuckets::GradientBuckets(const std::vector<Variable>& params, std::vecto
 }
 
 GradientBuckets::~GradientBuckets() {
-  for (Variable& p : params_) p.set_grad_destination(Tensor());
+  for (Variable& p : params_) {
+    p.set_grad_destination(Tensor());
+    p.set_scaled_grad_destination(Tensor(), 1.0F);
+  }
 }
 
-void GradientBuckets::begin(int set) {
+void GradientBuckets::begin(int set, bool scaled_destinations) {
   Set& s = sets_[static_cast<std::size_t>(set)];
   for (std::size_t b = 0; b < layout_.buckets.size(); ++b) {
     s.missing[b] = static_cast<int>(layout_.buckets[b].size());
     s.f32[b] = s.owned[b];  // lets go of last step's adopted gradient
   }
+  const bool scaled = scaled_destinations && comm_dtype_ != DType::kF32;
   for (std::size_t p = 0; p < params_.size(); ++p) {
     const bool owned = s.owned[layout_.bucket_of[p]].defined();
     params_[p].set_grad_destination(owned ? gradient(p, set) : Tensor());
+    params_[p].set_scaled_grad_destination(scaled ? wire_slot(p, set) : Tensor(), grad_scale_);
   }
   std::fill(s.unscaled.begin(), s.unscaled.end(), 0);
   std::fill(s.received.begin(), s.received.end(), 0);
@@ -103,6 +108,7 @@ std::vector<std::size_t> GradientBuckets::add(std::size_t param, const Tensor& g
   Set& s = sets_[static_cast<std::size_t>(set)];
   if (s.received[param]) return {};
   s.received[param] = 1;
+  params_[param].set_scaled_grad_destination(Tensor(), 1.0F);  // the gradient is final: nothing more is written
   const std::size_t b = layout_.bucket_of[param];
   const bool plain = plain_f32_cpu_of_shape(grad, shapes_[param]);
   if (comm_dtype_ != DType::kF32) {
@@ -147,6 +153,10 @@ void GradientBuckets::add_to_wire(std::size_t param, const Tensor& grad, bool pl
   std::uint16_t* wire = static_cast<std::uint16_t*>(s.wire[b].raw_data()) + layout_.offset[param];
   if (!grad.defined()) {
     std::fill(wire, wire + count, std::uint16_t{0});  // +0 in f16 and bf16
+    return;
+  }
+  if (grad.dtype() == comm_dtype_ && grad.raw_data() == wire) {
+    s.in_place[param] = 1;  // backward wrote it scaled into its wire slot (scaled destination)
     return;
   }
   Tensor slot = gradient(param, set);
@@ -235,6 +245,12 @@ bool GradientBuckets::adopted(std::size_t bucket, int set) const {
 
 bool GradientBuckets::written_in_place(std::size_t param, int set) const {
   return sets_[static_cast<std::size_t>(set)].in_place[param] != 0;
+}
+
+Tensor GradientBuckets::wire_slot(std::size_t param, int set) const {
+  const Tensor& wire = sets_[static_cast<std::size_t>(set)].wire[layout_.bucket_of[param]];
+  const std::int64_t begin = layout_.offset[param];
+  return wire.slice_rows(begin, begin + shapes_[param].numel()).reshape(shapes_[param]);
 }
 
 Tensor GradientBuckets::gradient(std::size_t param, int set) const {

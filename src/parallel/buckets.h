@@ -42,6 +42,12 @@
 // check), that halves the bytes the passes move, 12 an element instead of 24. The wire carries
 // half the bytes; each gradient element carries about log2(p) + 1 roundings to 11 (f16) or 8
 // (bf16) significant bits.
+//
+// In a step without accumulation each wire slot is also its parameter's scaled gradient
+// destination (Variable::set_scaled_grad_destination): an op that can write the gradient scaled in
+// the wire type as it computes it (a linear layer's or a convolution's weight gradient in a bf16
+// run with a bf16 wire) does,
+// and the hook has nothing left to do (LeNet on 2 ranks in bf16: 22.3 -> 21.0 ms a step).
 #pragma once
 
 #include <cstdint>
@@ -94,8 +100,11 @@ class GradientBuckets {
   std::size_t num_buckets() const { return layout_.buckets.size(); }
 
   // Starts a step on buffer set `set`: no gradient received yet; the parameters' gradient
-  // destinations become their slots in this set.
-  void begin(int set);
+  // destinations become their slots in this set. With a 16-bit wire and `scaled_destinations`
+  // (when the step's one backward pass is the one whose gradients are added: no accumulation),
+  // their wire slots become scaled destinations too (Variable::set_scaled_grad_destination), each
+  // given up when its gradient is added.
+  void begin(int set, bool scaled_destinations = false);
   // Copies parameter i's gradient times grad_scale (undefined: zeros) into set `set`, or adopts
   // it (see above). Returns the buckets that can now be submitted, in bucket order: a bucket is
   // released when it is complete and every bucket before it was released, so all ranks allreduce
@@ -129,6 +138,8 @@ class GradientBuckets {
  private:
   std::vector<std::size_t> release(int set);
   void add_to_wire(std::size_t param, const Tensor& grad, bool plain, int set);
+  // Parameter i's slot in the wire buffer of set `set` (16-bit wire only).
+  Tensor wire_slot(std::size_t param, int set) const;
 
   BucketLayout layout_;
   std::vector<Variable> params_;

@@ -103,7 +103,9 @@ void DataParallelUpdater::forward_backward(const Batch& batch, std::int64_t iter
     throw InputError(fmt::format("--accumulate {} must divide the per-rank batch {} evenly", k, n));
   }
   optimizer_.zero_grad();
-  buckets_->begin(set_);
+  // One backward pass whose gradients are final as they leave it: ops may write them straight into
+  // a 16-bit wire, scaled (buckets.h).
+  buckets_->begin(set_, k == 1);
   double loss_sum = 0;
   for (int m = 0; m < k; ++m) {
     const std::int64_t lo = n / k * m, hi = n / k * (m + 1);

@@ -113,6 +113,8 @@ struct DeviceProfile {
   // Bytes of one activation element and of one element of its gradient (layer_cost.h): 4 in f32
   // and tf32, 2 where a run keeps them in 16 bits (at_precision). Not in the schema.
   double activation_element_bytes = 4, gradient_element_bytes = 4;
+  // The precision of the run the profile prices (kPrecisions; at_precision sets it). Not in the schema.
+  std::string precision = "f32";
   // The coefficient of variation (standard deviation / mean) of one worker's compute time per
   // step, from step to step and from device to device: what makes a synchronous step wait for
   // its slowest worker (straggler.h). Optional in the schema, a fraction in [0, 1); absent: 0,

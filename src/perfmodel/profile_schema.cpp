@@ -341,6 +341,7 @@ DeviceProfile at_precision(const DeviceProfile& device, const std::string& profi
                                : p == "tf32"               ? 4.0
                                                            : 2.0;
   d.gradient_element_bytes = it->second.gradient_bytes ? it->second.gradient_bytes->value : d.activation_element_bytes;
+  d.precision = std::string(p);
   return d;
 }
 

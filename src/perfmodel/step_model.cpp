@@ -311,9 +311,13 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   // s per element: the scaled copy, or the scaled cast into a 16-bit wire.
   const double copy_rate = half ? d.wire_pass_seconds(c.comm_dtype) : d.gradient_copy_seconds();
   // Written in place only by the one backward of a step: with accumulation the first micro-batch's
-  // gradient is in the slot, and the sum of the later ones is a new tensor, copied in.
+  // gradient is in the slot, and the sum of the later ones is a new tensor, copied in. With a 16-bit
+  // wire a gradient is cast into it all the same, unless the layer writes it scaled in the wire type
+  // itself: linear and convolution weights in a bf16 run with a bf16 wire (parallel/buckets.h).
+  const bool writes_wire = c.comm_dtype == DType::kBF16 && d.precision == "bf16";
   const auto in_place = [&](std::size_t q) {
-    return w.params[q].written_in_place && c.accumulate == 1 && !half;  // a 16-bit wire casts it all the same
+    if (c.accumulate != 1) return false;
+    return half ? writes_wire && w.params[q].written_in_wire : w.params[q].written_in_place;
   };
   // Gradients scaled on the communication thread (adopted or written in place), per bucket.
   std::vector<std::int64_t> scaled_later(layout.buckets.size(), 0);

@@ -56,7 +56,9 @@ Workload describe_model(Module& model, const Shape& sample_shape, const std::str
     const auto it = first_call.find(dot == std::string::npos ? std::string() : pname.substr(0, dot));
     if (it != first_call.end()) {
       p.layer = it->second;
-      p.written_in_place = w.layers[p.layer].kind == "linear" && pname.ends_with(".weight");
+      const std::string& kind = w.layers[p.layer].kind;
+      p.written_in_place = kind == "linear" && pname.ends_with(".weight");
+      p.written_in_wire = (kind == "linear" || kind == "conv2d") && pname.ends_with(".weight");
     }
     w.params.push_back(std::move(p));
   }

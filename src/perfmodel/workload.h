@@ -22,6 +22,10 @@ struct ParameterInfo {
   // Whether backward writes its gradient straight into a bucket's slot (a linear layer's weight:
   // autograd/variable.h, gradient_destination), so no copy into the bucket is charged.
   bool written_in_place = false;
+  // Whether backward can write it scaled into a 16-bit wire slot itself (a linear layer's or a
+  // convolution's weight, in a bf16 run with a bf16 wire: autograd/variable.h,
+  // scaled_gradient_destination), so no cast into the wire is charged then.
+  bool written_in_wire = false;
   static constexpr std::size_t kNoLayer = std::numeric_limits<std::size_t>::max();
 };
 

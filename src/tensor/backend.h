@@ -49,6 +49,17 @@ struct WeightGrads {
   Tensor db;  // undefined when the layer has no bias
 };
 
+// Where a layer's weight gradient dw may be written. f32: null (the backend allocates dw) or a
+// plain f32 CPU tensor of dw's shape that receives dw. scaled: null or a plain 16-bit CPU tensor
+// of dw's shape (a bucket's f16 or bf16 wire slot); a backend that can write `scale` times dw,
+// rounded to nearest even, as it computes dw (the CPU's bf16 matmuls into bf16) writes it there
+// instead; the others ignore it. dw is returned as the tensor written.
+struct WeightGradInto {
+  const Tensor* f32 = nullptr;
+  const Tensor* scaled = nullptr;
+  float scale = 1.0F;
+};
+
 struct ConvGrads {
   Tensor dx;  // undefined when the input needs no gradient
   WeightGrads weights;
@@ -112,11 +123,10 @@ class Backend {
   // backward-data (one rounding a step instead of two, kept in 2 bytes an element; the products
   // round their operands to bf16 anyway, so the bits are the same).
   virtual Tensor linear_weight_operand(const Tensor& w) { return w; }
-  // dw_into: null for a new dw; else a plain f32 CPU tensor of dw's shape that dw is written into
-  // (and returned as dw), so a gradient can land where it is needed without a copy
-  // (autograd/variable.h: gradient_destination).
+  // `into` says where dw may go, so a gradient can land where it is needed without a copy
+  // (autograd/variable.h: gradient_destination, scaled_gradient_destination).
   virtual WeightGrads linear_backward_weights(const Tensor& dy, const Tensor& x, bool with_bias,
-                                              const Tensor* dw_into) = 0;
+                                              const WeightGradInto& into) = 0;
 
   // --- 2-D convolution: x [N, C, H, W], w [O, C, KH, KW] (plain), b [O] ---
   virtual Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dGeometry& g) = 0;
@@ -129,14 +139,17 @@ class Backend {
   // read in place of x (the CPU's bf16 path: x already rounded to bf16 in the primitive's format,
   // so it is rounded once a step, not twice; undefined where a backend keeps nothing). The
   // backward computes both passes (dx only when need_dx) and may share work between them (the
-  // CPU's bf16 path rounds dy once for both primitives).
+  // CPU's bf16 path rounds dy once for both primitives); `into` as for linear layers (only its
+  // scaled destination is used: the CPU's bf16 path writes it from the weight gradient's reorder
+  // out of the primitive's format).
   virtual Tensor conv2d_forward_keeping(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dGeometry& g,
                                         Tensor& kept) {
     kept = Tensor();
     return conv2d_forward(x, w, b, g);
   }
   virtual ConvGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& /*kept*/, const Tensor& w,
-                                    bool need_dx, bool with_bias, const Conv2dGeometry& g) {
+                                    bool need_dx, bool with_bias, const Conv2dGeometry& g,
+                                    const WeightGradInto& /*into*/) {
     ConvGrads out;
     if (need_dx) out.dx = conv2d_backward_data(dy, w, x.shape(), x.layout(), g);
     out.weights = conv2d_backward_weights(dy, x, w.shape(), with_bias, g);
@@ -185,6 +198,8 @@ Backend& dispatch(Device device, DType dtype);
 bool plain_f32_cpu_of_shape(const Tensor& t, const Shape& shape);
 // Checks that `into` can receive a weight gradient of `shape` (plain_f32_cpu_of_shape).
 void check_weight_destination(const Tensor& into, const Shape& shape);
+// The same for a scaled destination (WeightGradInto::scaled): plain 16-bit on the CPU, of `shape`.
+void check_scaled_weight_destination(const Tensor& into, const Shape& shape);
 // The layout the fast CPU kernels hand a 4-D f32 activation of `channels` in (a convolution's
 // output): channel-blocked in the blocking of this CPU's oneDNN kernels where the channels fill
 // the blocks (nChw16c with AVX-512, nChw8c without), else plain.

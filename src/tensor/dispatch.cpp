@@ -26,6 +26,13 @@ void check_weight_destination(const Tensor& into, const Shape& shape) {
            "a weight gradient of shape {} cannot be written into a tensor of shape {}", shape, into.shape());
 }
 
+void check_scaled_weight_destination(const Tensor& into, const Shape& shape) {
+  DT_CHECK(into.defined() && (into.dtype() == DType::kBF16 || into.dtype() == DType::kF16) &&
+               into.layout() == Layout::kPlain && into.device() == Device::cpu() && into.shape() == shape,
+           "a weight gradient of shape {} cannot be written scaled into {}", shape,
+           into.defined() ? into.describe() : std::string("an undefined tensor"));
+}
+
 Tensor f32_operand(const Tensor& t) { return t.defined() && t.dtype() == DType::kBF16 ? t.to(DType::kF32) : t; }
 
 void register_backend(DeviceType type, Backend* backend) { registry()[static_cast<std::size_t>(type)] = backend; }

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "autograd/ops.h"
+#include "tensor/kernels/cpu/compute_precision.h"
 #include "test_util.h"
 
 namespace dtrain {
@@ -109,6 +110,58 @@ TEST(Engine, GradientDestinationReceivesTheFirstGradientOfAPass) {
   wf.set_grad_destination(Tensor());
   loss32().backward();
   EXPECT_NE(wf.grad().raw_data(), slot32.raw_data());
+}
+
+// A scaled 16-bit destination (a bf16 wire slot) is offered only for a leaf's last gradient of the
+// pass when it has none yet: a linear weight in bf16 precision is then the slot itself, scale times its
+// gradient rounded; a weight that two ops use, or one that already holds a gradient, is not written.
+TEST(Engine, AScaledDestinationTakesALeafsOnlyGradientOfAPass) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  const ComputePrecisionScope bf16(ComputePrecision::kBF16);
+  Variable x(random_var({3, 4}, 8, -1, 1, false).data().to(DType::kF32), false);
+  Variable w(random_var({2, 4}, 9).data().to(DType::kF32), true);
+  const Tensor labels = Tensor::from_labels({0, 1, 1});
+  const auto once = [&] { return ops::softmax_cross_entropy(ops::linear(x, w, Variable()), labels); };
+  const auto twice = [&] {
+    return ops::softmax_cross_entropy(ops::add(ops::linear(x, w, Variable()), ops::linear(x, w, Variable())), labels);
+  };
+  once().backward();
+  const std::vector<float> want = w.grad().to_vector();
+  w.zero_grad();
+  const std::vector<float> zeros(8, 0.0f);
+
+  Tensor slot = Tensor::zeros({2, 4}, DType::kBF16);
+  w.set_scaled_grad_destination(slot, 0.25f);
+  once().backward();
+  EXPECT_EQ(w.grad().raw_data(), slot.raw_data()) << "the gradient is the slot";
+  EXPECT_EQ(w.grad().dtype(), DType::kBF16);
+  const std::vector<float> got = slot.to_vector();
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], bf16_to_f32(f32_to_bf16(0.25f * want[i]))) << i;
+
+  w.zero_grad();
+  slot.fill(0.0);
+  twice().backward();
+  EXPECT_EQ(w.grad().dtype(), DType::kF32) << "two edges to the leaf: added in f32";
+  EXPECT_EQ(slot.to_vector(), zeros);
+
+  // Accumulating: the leaf holds a gradient already.
+  w.zero_grad();
+  w.set_scaled_grad_destination(Tensor(), 1.0f);
+  once().backward();
+  w.set_scaled_grad_destination(slot, 0.25f);
+  once().backward();
+  EXPECT_EQ(w.grad().dtype(), DType::kF32);
+  EXPECT_EQ(slot.to_vector(), zeros);
+  // Nothing is ever added to a scaled gradient: a second pass onto one is an error, not a wrong sum.
+  w.zero_grad();
+  once().backward();
+  ASSERT_EQ(w.grad().dtype(), DType::kBF16);
+  EXPECT_THROW(once().backward(), InternalError);
+
+  w.zero_grad();
+  w.set_scaled_grad_destination(Tensor(), 1.0f);
+  once().backward();
+  EXPECT_EQ(w.grad().dtype(), DType::kF32) << "no destination";
 }
 
 TEST(Engine, NoGradRecordsNothing) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <mutex>
@@ -19,6 +20,7 @@
 #include "nn/models/models.h"
 #include "nn/sequential.h"
 #include "tensor/allocator.h"
+#include "tensor/kernels/cpu/compute_precision.h"
 
 namespace dtrain {
 namespace {
@@ -310,6 +312,49 @@ TEST(Buckets, A16BitWireTakesEachGradientScaledAndRoundedAndGivesBackTheWidenedS
       EXPECT_EQ(bad[r], "'mid'") << dtype_name(wire) << " rank " << r;
     }
   }
+}
+
+// In bf16 precision with a bf16 wire, a linear weight's gradient leaves backward scaled and rounded
+// in its wire slot when the step offers scaled destinations (one backward pass): the hook sees the
+// slot itself and copies nothing, the next pass writes f32 again (the destination was given up),
+// and the allreduced means have the bits of the hook's own cast.
+TEST(Buckets, ABf16WireSlotTakesALinearWeightGradientStraightFromBackward) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  const ComputePrecisionScope bf16(ComputePrecision::kBF16);
+  std::vector<float> wv(6 * 40);
+  for (std::size_t i = 0; i < wv.size(); ++i) wv[i] = 0.01f * static_cast<float>((i * 7) % 23) - 0.1f;
+  std::array<std::array<std::vector<float>, 2>, 2> means;  // [scaled][rank]
+  for (const bool scaled : {false, true}) {
+    comm::run_local(2, [&](comm::Communicator& c) {
+      set_num_threads(1);
+      std::vector<Variable> ps{Variable(Tensor::from_vector(wv, {6, 40}), true), Variable(Tensor::zeros({6}), true)};
+      std::vector<float> xv(5 * 40);
+      for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = 0.02f * static_cast<float>((i * 5 + 3 * c.rank()) % 17);
+      const Variable x(Tensor::from_vector(xv, {5, 40}), false);
+      GradientBuckets b(ps, {"fc.weight", "fc.bias"}, std::size_t{1} << 20, DType::kBF16, 1, 0.5);
+      std::vector<DType> seen;
+      for (std::size_t i = 0; i < ps.size(); ++i) {
+        ps[i].add_grad_ready_hook([&, i](Variable& v) {
+          if (i == 0) seen.push_back(v.grad().dtype());
+          b.add(i, v.grad(), 0);
+        });
+      }
+      const auto loss = [&] {
+        return ops::softmax_cross_entropy(ops::linear(x, ps[0], ps[1]), Tensor::from_labels({0, 1, 2, 3, 4}));
+      };
+      b.begin(0, scaled);
+      loss().backward();
+      b.complete(0);
+      b.reduce(c, 0, 0, comm::Algorithm::kRing);
+      EXPECT_TRUE(b.written_in_place(0, 0)) << "into its wire slot, or else into its f32 slot";
+      means[scaled ? 1 : 0][static_cast<std::size_t>(c.rank())] = b.gradient(0, 0).to_vector();
+      for (Variable& p : ps) p.zero_grad();
+      loss().backward();  // a second pass of the step: the destination was given up
+      EXPECT_EQ(seen, (std::vector<DType>{scaled ? DType::kBF16 : DType::kF32, DType::kF32}));
+      for (Variable& p : ps) p.clear_grad_ready_hooks();
+    });
+  }
+  for (std::size_t r = 0; r < 2; ++r) EXPECT_EQ(means[1][r], means[0][r]) << "rank " << r;
 }
 
 // Except with shm and f32 on the wire, whose buckets must lie in shared memory: `auto` picks shm

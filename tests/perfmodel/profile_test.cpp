@@ -252,6 +252,8 @@ TEST(Profile, PrecisionRatesAreOptionalRoundTripAndReplaceTheMatrixLayersRates) 
   EXPECT_DOUBLE_EQ(bf16.compute[compute_kind_index("batch_norm")].value, 1e12);  // f32 arithmetic
   EXPECT_DOUBLE_EQ(bf16.activation_element_bytes, 2);
   EXPECT_DOUBLE_EQ(bf16.gradient_element_bytes, 2);  // absent: the activations' size
+  EXPECT_EQ(bf16.precision, "bf16");
+  EXPECT_EQ(p.device.precision, "f32");
   EXPECT_DOUBLE_EQ(at_precision(p.device, "mine", "tf32").activation_element_bytes, 4);  // tf32 keeps f32 storage
   // A memory-bound layer moves half the bytes in 16 bits: a ReLU over 1000 elements.
   LayerSummary relu;

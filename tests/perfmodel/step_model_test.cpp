@@ -373,6 +373,7 @@ TEST(StepModel, LinearWeightsWrittenInPlaceAreNotCopied) {
   std::int64_t biases = 0, all = 0;
   for (const ParameterInfo& q : w.params) {
     EXPECT_EQ(q.written_in_place, q.name.ends_with(".weight")) << q.name;
+    EXPECT_EQ(q.written_in_wire, q.written_in_place) << q.name;
     biases += q.written_in_place ? 0 : q.numel;
     all += q.numel;
   }
@@ -387,6 +388,48 @@ TEST(StepModel, LinearWeightsWrittenInPlaceAreNotCopied) {
   EXPECT_NEAR(compute_extra(), static_cast<double>(biases) * per_element, 1e-9);
   c.accumulate = 2;
   EXPECT_NEAR(compute_extra(), static_cast<double>(all) * per_element, 1e-9);
+
+  // A 16-bit wire: every gradient is cast into it (6 bytes an element, 3/4 of a copy), except, in
+  // a bf16 run with a bf16 wire, the linear weights, which leave their bf16 matmuls scaled in it
+  // (and so would convolutions' weights).
+  c.accumulate = 1;
+  c.algorithm = Algorithm::kRing;
+  const double cast = 0.75 * per_element;
+  for (const DType wire : {DType::kF16, DType::kBF16}) {
+    c.comm_dtype = wire;
+    EXPECT_NEAR(compute_extra(), static_cast<double>(all) * cast, 1e-9) << dtype_name(wire);
+  }
+  fast.device.precision = slow.device.precision = "bf16";
+  EXPECT_NEAR(compute_extra(), static_cast<double>(biases) * cast, 1e-9);
+  c.comm_dtype = DType::kF16;
+  EXPECT_NEAR(compute_extra(), static_cast<double>(all) * cast, 1e-9) << "no f16 matmul output";
+}
+
+TEST(StepModel, ABf16RunCastsOnlyItsBiasesIntoABf16Wire) {
+  // lenet's convolutions' and linear layers' weights leave backward scaled in a bf16 wire in a
+  // bf16 run (parallel/buckets.h); the convolutions' are not written into an f32 slot.
+  const Workload w = describe_zoo_model("lenet", "mnist");
+  std::int64_t biases = 0, all = 0, conv_weights = 0;
+  for (const ParameterInfo& q : w.params) {
+    EXPECT_EQ(q.written_in_wire, q.name.ends_with(".weight")) << q.name;
+    biases += q.written_in_wire ? 0 : q.numel;
+    conv_weights += q.written_in_wire && !q.written_in_place ? 1 : 0;
+    all += q.numel;
+  }
+  EXPECT_EQ(conv_weights, 2);
+  Profile fast = test_profile(8, 1e-6, 1e9, 1e12, 1e12);
+  Profile slow = fast;
+  slow.device.gradient_copy = testing::q(1e9);
+  RunConfig c;
+  c.workers = 2;
+  c.comm_dtype = DType::kBF16;
+  const auto compute_extra = [&] { return predict_step(w, slow, c).compute - predict_step(w, fast, c).compute; };
+  const double cast = 0.75 * (4 / 1e9 - (4 / 1e12 + 4 / 1e12));
+  EXPECT_NEAR(compute_extra(), static_cast<double>(all) * cast, 1e-9);
+  fast.device.precision = slow.device.precision = "bf16";
+  EXPECT_NEAR(compute_extra(), static_cast<double>(biases) * cast, 1e-9);
+  c.accumulate = 2;
+  EXPECT_NEAR(compute_extra(), static_cast<double>(all) * cast, 1e-9) << "accumulation: every gradient is cast";
 }
 
 TEST(ParameterServer, HashemiTotals) {

@@ -44,9 +44,8 @@ void expect_same_bits(const Tensor& got, const Tensor& want, const std::string& 
   EXPECT_EQ(differing, 0u) << what << ": " << differing << " of " << a.size() << " elements differ";
 }
 
-struct InBf16 {
-  InBf16() { set_compute_precision(ComputePrecision::kBF16); }
-  ~InBf16() { set_compute_precision(ComputePrecision::kF32); }
+struct InBf16 : ComputePrecisionScope {
+  InBf16() : ComputePrecisionScope(ComputePrecision::kBF16) {}
 };
 
 TEST(Bf16Activations, ReluWritesTheRoundedReluAndItsBackwardMasksAsInF32) {
@@ -118,8 +117,8 @@ TEST(Bf16Activations, ConvolutionsReadABf16InputAsTheyReadItsF32Value) {
       Tensor kept16, kept32;
       expect_same_bits(fast.conv2d_forward_keeping(x.bf16, w, &b, g, kept16),
                        fast.conv2d_forward_keeping(x.f32, w, &b, g, kept32), what + " forward");
-      const ConvGrads from16 = fast.conv2d_backward(dy, x.bf16, kept16, w, true, true, g);
-      const ConvGrads from32 = fast.conv2d_backward(dy, x.f32, kept32, w, true, true, g);
+      const ConvGrads from16 = fast.conv2d_backward(dy, x.bf16, kept16, w, true, true, g, {});
+      const ConvGrads from32 = fast.conv2d_backward(dy, x.f32, kept32, w, true, true, g, {});
       expect_same_bits(from16.dx, from32.dx, what + " backward data");
       expect_same_bits(from16.weights.dw, from32.weights.dw, what + " backward weights");
       expect_same_bits(fast.conv2d_backward_weights(dy, x.bf16, w.shape(), true, g).dw, from32.weights.dw,
@@ -139,8 +138,8 @@ TEST(Bf16Activations, LinearLayersReadABf16InputAsTheyReadItsF32Value) {
   {
     const InBf16 bf16;
     expect_same_bits(fast.linear_forward(x.bf16, w, &b), fast.linear_forward(x.f32, w, &b), "forward");
-    const WeightGrads g16 = fast.linear_backward_weights(dy, x.bf16, true, nullptr);
-    const WeightGrads g32 = fast.linear_backward_weights(dy, x.f32, true, nullptr);
+    const WeightGrads g16 = fast.linear_backward_weights(dy, x.bf16, true, {});
+    const WeightGrads g32 = fast.linear_backward_weights(dy, x.f32, true, {});
     expect_same_bits(g16.dw, g32.dw, "backward weights");
     expect_same_bits(g16.db, g32.db, "backward bias");
   }

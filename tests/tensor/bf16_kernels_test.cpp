@@ -46,9 +46,8 @@ double relative_gap(const Tensor& got, const Tensor& want) {
 constexpr double kBf16Step = 1.0 / 128;  // 2^-7: one bf16 step of a value in [1, 2)
 
 // Sets bf16 for one scope.
-struct InBf16 {
-  InBf16() { set_compute_precision(ComputePrecision::kBF16); }
-  ~InBf16() { set_compute_precision(ComputePrecision::kF32); }
+struct InBf16 : ComputePrecisionScope {
+  InBf16() : ComputePrecisionScope(ComputePrecision::kBF16) {}
 };
 
 TEST(Bf16Conv, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
@@ -69,7 +68,7 @@ TEST(Bf16Conv, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
     const Tensor dy = uniform_tensor({c.N, c.O, OH, OW}, rng);
     Tensor y, y_keeping, dx;
     WeightGrads grads;
-    ConvGrads both, from_bf16_dy;
+    ConvGrads both, from_bf16_dy, into_slot;
     {
       const InBf16 bf16;
       y = fast.conv2d_forward(x, w, &b, g);
@@ -78,9 +77,28 @@ TEST(Bf16Conv, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
       EXPECT_TRUE(kept.defined());  // x rounded to bf16 once, for forward and backward-weights
       dx = fast.conv2d_backward_data(dy, w, xs, Layout::kPlain, g);
       grads = fast.conv2d_backward_weights(dy, x, ws, true, g);
-      both = fast.conv2d_backward(dy, x, kept, w, true, true, g);
+      both = fast.conv2d_backward(dy, x, kept, w, true, true, g, {});
       // A bf16 dy (a bf16 batch norm's dx) is read as the f32 dy it rounds from.
-      from_bf16_dy = fast.conv2d_backward(dy.to(DType::kBF16), x, kept, w, true, true, g);
+      from_bf16_dy = fast.conv2d_backward(dy.to(DType::kBF16), x, kept, w, true, true, g, {});
+      // A bf16 scaled destination (a bf16 wire slot) receives 0.3 dW rounded, the rest as before.
+      Tensor slot = Tensor::zeros(ws, DType::kBF16);
+      into_slot = fast.conv2d_backward(dy, x, kept, w, true, true, g, {nullptr, &slot, 0.3f});
+      EXPECT_EQ(into_slot.weights.dw.raw_data(), slot.raw_data());
+    }
+    {
+      ASSERT_EQ(into_slot.weights.dw.dtype(), DType::kBF16);
+      const auto* got = static_cast<const std::uint16_t*>(into_slot.weights.dw.raw_data());
+      const std::vector<float> dw = both.weights.dw.to_vector();
+      std::size_t differ = 0;
+      for (std::size_t i = 0; i < dw.size(); ++i) differ += got[i] != f32_to_bf16(0.3f * dw[i]) ? 1 : 0;
+      EXPECT_EQ(differ, 0u) << "scale, then round to nearest even";
+      EXPECT_EQ(into_slot.dx.to_vector_f64(), both.dx.to_vector_f64());
+      EXPECT_EQ(into_slot.weights.db.to_vector_f64(), both.weights.db.to_vector_f64());
+      // In f32 precision the destination is left alone.
+      Tensor untouched = Tensor::zeros(ws, DType::kBF16);
+      const ConvGrads f32 = fast.conv2d_backward(dy, x, Tensor(), w, false, false, g, {nullptr, &untouched, 0.3f});
+      EXPECT_EQ(f32.weights.dw.dtype(), DType::kF32);
+      EXPECT_EQ(untouched.to_vector(), std::vector<float>(static_cast<std::size_t>(ws.numel()), 0.0f));
     }
     EXPECT_EQ(y.dtype(), DType::kBF16) << "the forward writes bf16";
     EXPECT_EQ(from_bf16_dy.dx.to_vector_f64(), both.dx.to_vector_f64());
@@ -121,17 +139,62 @@ TEST(Bf16Linear, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
       const InBf16 bf16;
       y = fast.linear_forward(x, w, &b);
       dx = fast.linear_backward_data(dy, w);
-      grads = fast.linear_backward_weights(dy, x, true, nullptr);
+      grads = fast.linear_backward_weights(dy, x, true, {});
     }
     const std::string what = fmt::format("linear {} x {} -> {}", n, in, out);
     const Tensor xr = round_to_bf16(x), wr = round_to_bf16(w), dyr = round_to_bf16(dy);
     EXPECT_LE(relative_gap(y, ref.linear_forward(xr, wr, &b)), 1e-4) << what << " forward";
     EXPECT_LE(relative_gap(dx, ref.linear_backward_data(dyr, wr)), 1e-4) << what << " data";
-    const WeightGrads want = ref.linear_backward_weights(dyr, xr, true, nullptr);
+    const WeightGrads want = ref.linear_backward_weights(dyr, xr, true, {});
     EXPECT_LE(relative_gap(grads.dw, want.dw), 1e-4) << what << " weights";
     // The bias gradient sums dy in f32 (no product to round), as autocast leaves reductions.
-    EXPECT_LE(relative_gap(grads.db, ref.linear_backward_weights(dy, x, true, nullptr).db), 1e-5) << what << " bias";
+    EXPECT_LE(relative_gap(grads.db, ref.linear_backward_weights(dy, x, true, {}).db), 1e-5) << what << " bias";
     EXPECT_GT(relative_gap(y, ref.linear_forward(x, w, &b)), 1e-4) << what;
+  }
+}
+
+// A bf16 scaled destination (a bf16 wire slot) receives scale * dw rounded to the nearest bf16, the
+// bits of rounding the f32 dw of the same matmul, and is returned as dw; outside bf16 precision, or
+// for an f16 destination, the backend writes f32 as before and leaves it untouched.
+TEST(Bf16Linear, AScaledBf16DestinationReceivesTheWeightGradientRoundedAsItLeavesTheMatmul) {
+  if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  std::mt19937 rng(12);
+  Backend& fast = cpu_backend();
+  for (const auto& [n, in, out] :
+       std::vector<std::array<std::int64_t, 3>>{{64, 3136, 1024}, {256, 784, 512}, {7, 33, 5}, {1, 16, 3}}) {
+    const Tensor x = uniform_tensor({n, in}, rng), dy = uniform_tensor({n, out}, rng);
+    const std::string what = fmt::format("linear {} x {} -> {}", n, in, out);
+    for (const float scale : {0.5f, 0.3f}) {
+      Tensor slot = Tensor::zeros({out, in}, DType::kBF16);
+      WeightGrads f32, scaled;
+      {
+        const InBf16 bf16;
+        f32 = fast.linear_backward_weights(dy, x, true, {});
+        scaled = fast.linear_backward_weights(dy, x, true, {nullptr, &slot, scale});
+      }
+      ASSERT_EQ(scaled.dw.raw_data(), slot.raw_data()) << what << ": written into the destination";
+      ASSERT_EQ(scaled.dw.dtype(), DType::kBF16) << what;
+      const auto* got = static_cast<const std::uint16_t*>(slot.raw_data());
+      const float* dw = f32.dw.data<float>();
+      std::int64_t differ = 0;
+      for (std::int64_t i = 0; i < slot.numel(); ++i) differ += got[i] != f32_to_bf16(scale * dw[i]) ? 1 : 0;
+      EXPECT_EQ(differ, 0) << what << " scale " << scale;
+      EXPECT_EQ(scaled.db.to_vector(), f32.db.to_vector()) << what << ": the bias gradient stays f32";
+    }
+    // f32 precision, and an f16 destination in bf16 precision: not written.
+    Tensor slot16 = Tensor::zeros({out, in}, DType::kBF16), half = Tensor::zeros({out, in}, DType::kF16);
+    const WeightGrads plain = fast.linear_backward_weights(dy, x, false, {nullptr, &slot16, 0.5f});
+    EXPECT_EQ(plain.dw.dtype(), DType::kF32) << what;
+    EXPECT_EQ(slot16.to_vector(), std::vector<float>(static_cast<std::size_t>(out * in), 0.0f)) << what;
+    {
+      const InBf16 bf16;
+      Tensor f32_slot = Tensor::zeros({out, in});
+      const WeightGrads into_f32 = fast.linear_backward_weights(dy, x, false, {&f32_slot, &half, 0.5f});
+      EXPECT_EQ(into_f32.dw.raw_data(), f32_slot.raw_data()) << what << ": the f32 destination instead";
+      EXPECT_EQ(half.to_vector(), std::vector<float>(static_cast<std::size_t>(out * in), 0.0f)) << what;
+      Tensor wrong = Tensor::zeros({out + 1, in}, DType::kBF16);
+      EXPECT_THROW(fast.linear_backward_weights(dy, x, false, {nullptr, &wrong, 0.5f}), InternalError) << what;
+    }
   }
 }
 

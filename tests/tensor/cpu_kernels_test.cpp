@@ -345,11 +345,11 @@ TEST(CpuLinear, MatchesReferenceWithBothGemmLibraries) {
       expect_close(fast().linear_forward(x, w, nullptr), ref().linear_forward(x, w, nullptr), 1e-5, what + " forward");
       const Tensor dy = random_tensor({c.N, c.O}, rng);
       expect_close(fast().linear_backward_data(dy, w), ref().linear_backward_data(dy, w), 1e-5, what + " dx");
-      const WeightGrads got = fast().linear_backward_weights(dy, x, true, nullptr);
-      const WeightGrads want = ref().linear_backward_weights(dy, x, true, nullptr);
+      const WeightGrads got = fast().linear_backward_weights(dy, x, true, {});
+      const WeightGrads want = ref().linear_backward_weights(dy, x, true, {});
       expect_close(got.dw, want.dw, 1e-5, what + " dw");
       expect_close(got.db, want.db, 1e-5, what + " db");
-      EXPECT_FALSE(fast().linear_backward_weights(dy, x, false, nullptr).db.defined()) << what;
+      EXPECT_FALSE(fast().linear_backward_weights(dy, x, false, {}).db.defined()) << what;
     }
   }
 }
@@ -358,17 +358,17 @@ TEST(CpuLinear, WeightGradientIsWrittenIntoAGivenTensor) {
   // The destination is a slot in a larger buffer (a gradient bucket), as the buckets give it.
   std::mt19937 rng(10);
   const Tensor x = random_tensor({9, 13}, rng), dy = random_tensor({9, 6}, rng);
-  const WeightGrads want = ref().linear_backward_weights(dy, x, true, nullptr);
+  const WeightGrads want = ref().linear_backward_weights(dy, x, true, {});
   for (Backend* be : {&fast(), &ref()}) {
     Tensor bucket = Tensor::full({6 * 13 + 5}, -1.0);
     const Tensor slot = bucket.slice_rows(5, 5 + 6 * 13).reshape({6, 13});
-    const WeightGrads got = be->linear_backward_weights(dy, x, true, &slot);
+    const WeightGrads got = be->linear_backward_weights(dy, x, true, {&slot});
     EXPECT_EQ(got.dw.raw_data(), slot.raw_data()) << "dw is the given tensor";
     expect_close(slot, want.dw, 1e-5, "dw in the slot");
     expect_close(got.db, want.db, 1e-5, "db");
     EXPECT_EQ(bucket.slice_rows(0, 5).to_vector(), std::vector<float>(5, -1.0f)) << "nothing outside the slot";
     const Tensor wrong = Tensor::zeros({13, 6});
-    EXPECT_THROW(be->linear_backward_weights(dy, x, false, &wrong), InternalError);
+    EXPECT_THROW(be->linear_backward_weights(dy, x, false, {&wrong}), InternalError);
   }
 }
 

@@ -16,7 +16,13 @@ Variable conv2d(const Variable& x, const Variable& w, const Variable& b, const C
   const bool need_dx = x.requires_grad();
   Variable out = Variable::from_op(
       std::move(y), "conv2d", inputs, [xt = x.data(), kept, wt = w.data(), has_bias, need_dx, g](const Tensor& dy) {
-        ConvGrads cg = dispatch(dy).conv2d_backward(dy, xt, kept, wt, need_dx, has_bias, g);
+        // dW straight into the weight's 16-bit wire slot, scaled, where it has one and the backend can.
+        WeightGradInto into;
+        if (dy.device() == Device::cpu()) {
+          const ScaledDestination scaled = scaled_gradient_destination(1, wt.shape());
+          into = {nullptr, scaled.tensor, scaled.scale};
+        }
+        ConvGrads cg = dispatch(dy).conv2d_backward(dy, xt, kept, wt, need_dx, has_bias, g, into);
         std::vector<Tensor> grads{std::move(cg.dx), std::move(cg.weights.dw)};
         if (has_bias) grads.push_back(std::move(cg.weights.db));
         return grads;

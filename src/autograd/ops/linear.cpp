@@ -24,9 +24,13 @@ Variable linear(const Variable& x, const Variable& w, const Variable& b) {
     Backend& bk = dispatch(g);
     std::vector<Tensor> grads;
     grads.push_back(need_dx ? bk.linear_backward_data(g, wt) : Tensor());
-    // dW straight into the weight's gradient destination, if it has one.
-    const Tensor* into =
-        g.device() == Device::cpu() && g.dtype() == DType::kF32 ? gradient_destination(1, wt.shape()) : nullptr;
+    // dW straight into the weight's gradient destination, if it has one: its f32 slot, or its
+    // 16-bit wire slot scaled, where the backend can write that.
+    WeightGradInto into;
+    if (g.device() == Device::cpu() && g.dtype() == DType::kF32) {
+      const ScaledDestination scaled = scaled_gradient_destination(1, wt.shape());
+      into = {gradient_destination(1, wt.shape()), scaled.tensor, scaled.scale};
+    }
     WeightGrads wg = bk.linear_backward_weights(g, xt, has_bias, into);
     grads.push_back(std::move(wg.dw));
     if (has_bias) grads.push_back(std::move(wg.db));

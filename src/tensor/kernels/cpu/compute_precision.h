@@ -26,6 +26,21 @@ const char* compute_precision_name(ComputePrecision precision);
 // Whether oneDNN runs bf16 on this CPU's own instructions (AVX512_BF16 or AMX).
 bool cpu_has_bf16();
 
+// Sets the compute precision for the scope's lifetime and restores the one before, also when the
+// scope is left by an exception (calibration's bf16 pass, tests).
+class ComputePrecisionScope {
+ public:
+  explicit ComputePrecisionScope(ComputePrecision precision) : previous_(compute_precision()) {
+    set_compute_precision(precision);
+  }
+  ~ComputePrecisionScope() { set_compute_precision(previous_); }
+  ComputePrecisionScope(const ComputePrecisionScope&) = delete;
+  ComputePrecisionScope& operator=(const ComputePrecisionScope&) = delete;
+
+ private:
+  ComputePrecision previous_;
+};
+
 // Every element of a plain f32 tensor rounded to the nearest bf16 (ties to even), kept in f32.
 Tensor round_to_bf16(const Tensor& t);
 // f32_to_bf16 (dtype.h) without branches, so that loops over it vectorise: nearest bf16, ties to

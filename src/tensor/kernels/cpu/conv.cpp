@@ -12,9 +12,12 @@
 // backward data; src and diff_dst backward weights). The forward writes its output in bf16, as
 // PyTorch's CPU autocast does: the batch norm or ReLU after it reads bf16 (half the bytes each way).
 // The backward outputs, dx and the weight gradients, stay f32 (oneDNN's bf16 training recipe:
-// master weights in f32). x may arrive in bf16 (a ReLU's output, Backend::relu_forward_activation),
+// master weights in f32), except a weight gradient asked for in a bf16 wire slot (a scaled
+// destination, backend.h: WeightGradInto), which the reorder out of the primitive's format writes
+// scaled and rounded. x may arrive in bf16 (a ReLU's output, Backend::relu_forward_activation),
 // and so may dy (a bf16 batch norm's backward); a bf16 primitive reads either as it is where
 // dtrain's layout is its format, and backward-weights reads the same x.
+#include <bit>
 #include <string>
 
 #include "tensor/kernels/cpu/compute_precision.h"
@@ -349,17 +352,49 @@ Tensor run_backward_data(const BwdDataEntry& e, const Tensor& dy, const Tensor& 
   return dx.to_layout(x_layout);
 }
 
-// dW (and db) from dy and x already in the primitive's diff_dst and src formats.
+// The reorder that takes the f32 weight gradient out of the primitive's format into a plain bf16
+// destination, times `scale`: oneDNN scales the f32 value, then rounds it to the nearest bf16.
+struct ScaledWeightGradOut {
+  memory::desc dst, scratch;
+  dnnl::reorder prim;
+};
+
+std::shared_ptr<const ScaledWeightGradOut> scaled_weight_grad_out(const ConvDims& d, const Conv2dGeometry& g,
+                                                                  bool with_bias, const memory::desc& diff_weights,
+                                                                  float scale) {
+  CacheKey key = conv_key(OpTag::kConvWeightGradToBf16, d, g, with_bias);
+  key.v.push_back(static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(scale)));
+  return cpu::cached<ScaledWeightGradOut>(key, [&] {
+    dnnl::primitive_attr attr = cpu::scratchpad_attr();
+    attr.set_output_scales(0, {scale});
+    const memory::desc plain_bf16({d.O, d.C, d.KH, d.KW}, kBf16, memory::format_tag::oihw);
+    const dnnl::reorder::primitive_desc pd(cpu::dnnl_engine(), diff_weights, cpu::dnnl_engine(), plain_bf16, attr);
+    return ScaledWeightGradOut{plain_bf16, pd.scratchpad_desc(), dnnl::reorder(pd)};
+  });
+}
+
+// dW (and db) from dy and x already in the primitive's diff_dst and src formats; dW into a bf16
+// scaled destination when `scaled_into` is given (Backend::conv2d_backward), in the reorder out of
+// the primitive's format that an f32 dW makes anyway.
 WeightGrads run_backward_weights(const BwdWeightsEntry& e, const Tensor& dy, const Tensor& x, const ConvDims& d,
-                                 const Shape& w_shape, bool with_bias) {
-  WeightGrads out{Tensor::empty(w_shape, DType::kF32), with_bias ? Tensor::empty({d.O}, DType::kF32) : Tensor()};
-  const Tensor dwb = bind_output(e.diff_weights_out, out.dw);
+                                 const Shape& w_shape, bool with_bias,
+                                 const std::shared_ptr<const ScaledWeightGradOut>& to_bf16 = nullptr,
+                                 const Tensor* scaled_into = nullptr) {
+  WeightGrads out{to_bf16 ? *scaled_into : Tensor::empty(w_shape, DType::kF32),
+                  with_bias ? Tensor::empty({d.O}, DType::kF32) : Tensor()};
+  const Tensor dwb = to_bf16 ? buffer_for(e.diff_weights) : bind_output(e.diff_weights_out, out.dw);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, cpu::mem(e.src, x)},
                                        {DNNL_ARG_DIFF_DST, cpu::mem(e.diff_dst, dy)},
                                        {DNNL_ARG_DIFF_WEIGHTS, cpu::mem(e.diff_weights, dwb)}};
   if (with_bias) args.emplace(DNNL_ARG_DIFF_BIAS, cpu::mem(e.diff_bias, out.db));
   cpu::execute(e.prim, e.scratch, std::move(args));
-  finish_output(e.diff_weights_out, dwb, out.dw);
+  if (to_bf16) {
+    cpu::execute(to_bf16->prim, to_bf16->scratch,
+                 {{DNNL_ARG_FROM, cpu::mem(e.diff_weights, dwb.raw_data())},
+                  {DNNL_ARG_TO, cpu::mem(to_bf16->dst, out.dw.raw_data())}});
+  } else {
+    finish_output(e.diff_weights_out, dwb, out.dw);
+  }
   return out;
 }
 
@@ -397,9 +432,10 @@ WeightGrads CpuBackend::conv2d_backward_weights(const Tensor& dy_in, const Tenso
 // they are for every JIT kernel, dy is converted once. x comes from the forward pass (`kept`) where its format is the
 // one backward-weights reads.
 ConvGrads CpuBackend::conv2d_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& kept, const Tensor& w,
-                                      bool need_dx, bool with_bias, const Conv2dGeometry& g) {
+                                      bool need_dx, bool with_bias, const Conv2dGeometry& g,
+                                      const WeightGradInto& into) {
   if (!is_f32_or_bf16(dy_in) || !is_f32_or_bf16(x_in) || !is_f32(w))
-    return Backend::conv2d_backward(f32_operand(dy_in), x_in, kept, w, need_dx, with_bias, g);
+    return Backend::conv2d_backward(f32_operand(dy_in), x_in, kept, w, need_dx, with_bias, g, into);
   check_weights(w);
   const ConvDims d = conv_dims(x_in.shape(), w.shape(), g);
   check_dy(dy_in, d);
@@ -415,7 +451,12 @@ ConvGrads CpuBackend::conv2d_backward(const Tensor& dy_in, const Tensor& x_in, c
   const bool use_kept = kept.defined() && forward_entry(d, g, with_bias)->src == ew->src;
   const Tensor x_local = use_kept ? Tensor() : x_in.to_layout(cpu::compute_layout(d.C));
   const Tensor x = use_kept ? kept : bind_input(ew->src_reorder(x_local), x_local);
-  out.weights = run_backward_weights(*ew, dy_w, x, d, w.shape(), with_bias);
+  const bool scaled =
+      into.scaled != nullptr && into.scaled->dtype() == DType::kBF16 && compute_precision() == ComputePrecision::kBF16;
+  if (scaled) check_scaled_weight_destination(*into.scaled, w.shape());
+  out.weights = run_backward_weights(
+      *ew, dy_w, x, d, w.shape(), with_bias,
+      scaled ? scaled_weight_grad_out(d, g, with_bias, ew->diff_weights, into.scale) : nullptr, into.scaled);
   return out;
 }
 

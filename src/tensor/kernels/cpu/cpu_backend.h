@@ -44,7 +44,7 @@ class CpuBackend : public ReferenceBackend {
   Tensor linear_backward_data(const Tensor& dy, const Tensor& w) override;
   Tensor linear_weight_operand(const Tensor& w) override;
   WeightGrads linear_backward_weights(const Tensor& dy, const Tensor& x, bool with_bias,
-                                      const Tensor* dw_into) override;
+                                      const WeightGradInto& into) override;
 
   Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dGeometry& g) override;
   Tensor conv2d_backward_data(const Tensor& dy, const Tensor& w, const Shape& x_shape, Layout x_layout,
@@ -54,7 +54,7 @@ class CpuBackend : public ReferenceBackend {
   Tensor conv2d_forward_keeping(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dGeometry& g,
                                 Tensor& kept) override;
   ConvGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& kept, const Tensor& w, bool need_dx,
-                            bool with_bias, const Conv2dGeometry& g) override;
+                            bool with_bias, const Conv2dGeometry& g, const WeightGradInto& into) override;
 
   PoolForward pool2d_forward(const Tensor& x, PoolKind kind, const Pool2dGeometry& g) override;
   Tensor pool2d_backward(const Tensor& dy, const Tensor& x, const PoolForward& fwd, PoolKind kind,

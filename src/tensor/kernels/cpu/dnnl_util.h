@@ -92,6 +92,7 @@ enum class OpTag : std::int64_t {
   kBnFwdInference,
   kBnBwd,
   kMatmulBf16,
+  kConvWeightGradToBf16,
 };
 
 // The channel-blocked layout oneDNN's JIT kernels run in natively on this CPU: nChw16c where it has

@@ -35,6 +35,13 @@ void gemm_bf16(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::
                GemmBf16Operand A, std::int64_t lda, GemmBf16Operand B, std::int64_t ldb, float beta, float* C,
                std::int64_t ldc);
 
+// gemm_bf16 with beta 0 and C in bf16: C = scale * op(A) op(B), the f32 sums scaled and rounded to the nearest
+// bf16 (ties to even) as they leave the matmul, so C has the bits of rounding scale times gemm_bf16's f32 C
+// (a weight gradient written straight into a bf16 wire slot: backend.h, WeightGradInto). K > 0.
+void gemm_bf16_scaled_to_bf16(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K,
+                              GemmBf16Operand A, std::int64_t lda, GemmBf16Operand B, std::int64_t ldb, float scale,
+                              std::uint16_t* C, std::int64_t ldc);
+
 // sgemm, or gemm_bf16 where the compute precision is bf16: the linear layers' matrix products.
 void matrix_multiply(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
                      const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,

@@ -6,7 +6,9 @@
 // rounded so too unless transposed; a transposed or strided f32 operand goes through oneDNN's reorder into dense
 // bf16 (the matmul read a transposed A [1024, 64] in 2.4 ms, a dense one in 1.4 ms after a 0.06 ms reorder).
 // The reorders and the matmul are built once per shape (dnnl_util.h's cache).
+#include <bit>
 #include <dnnl.hpp>
+#include <optional>
 
 #include "core/error.h"
 #include "tensor/kernels/cpu/compute_precision.h"
@@ -63,13 +65,17 @@ OperandPlan plan_operand(std::int64_t rows, std::int64_t cols, bool transposed, 
   return p;
 }
 
+// C in f32 (plus its old value where `accumulate`), or, where `bf16_scale` is given, scale times the f32 sums
+// rounded to bf16 (oneDNN's output scale, applied before the conversion).
 MatmulBf16Entry build(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool a_bf16,
-                      std::int64_t lda, bool b_bf16, std::int64_t ldb, std::int64_t ldc, bool accumulate) {
+                      std::int64_t lda, bool b_bf16, std::int64_t ldb, std::int64_t ldc, bool accumulate,
+                      std::optional<float> bf16_scale = std::nullopt) {
   MatmulBf16Entry e;
   e.a = plan_operand(M, K, trans_a, lda, a_bf16, false);
   e.b = plan_operand(K, N, trans_b, ldb, b_bf16, true);
-  e.c = memory::desc({M, N}, memory::data_type::f32, memory::dims{ldc, 1});
+  e.c = memory::desc({M, N}, bf16_scale ? memory::data_type::bf16 : memory::data_type::f32, memory::dims{ldc, 1});
   dnnl::primitive_attr attr = cpu::scratchpad_attr();
+  if (bf16_scale) attr.set_output_scales(0, {*bf16_scale});
   if (accumulate) {
     dnnl::post_ops sum;
     sum.append_sum(1.0f);
@@ -96,6 +102,16 @@ void* matmul_operand(const OperandPlan& p, GemmBf16Operand x, Tensor& copy) {
   return copy.raw_data();
 }
 
+void run(const MatmulBf16Entry& e, GemmBf16Operand A, GemmBf16Operand B, void* C) {
+  Tensor a_copy, b_copy;
+  void* a = matmul_operand(e.a, A, a_copy);
+  void* b = matmul_operand(e.b, B, b_copy);
+  cpu::execute(e.prim, e.scratch,
+               {{DNNL_ARG_SRC, cpu::mem(e.a.matmul, a)},
+                {DNNL_ARG_WEIGHTS, cpu::mem(e.b.matmul, b)},
+                {DNNL_ARG_DST, cpu::mem(e.c, C)}});
+}
+
 }  // namespace
 
 void gemm_bf16(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
@@ -115,13 +131,20 @@ void gemm_bf16(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::
                            K, lda, ldb, ldc, beta != 0.0f ? 1 : 0, A.is_bf16 ? 1 : 0, B.is_bf16 ? 1 : 0}};
   const auto e = cpu::cached<MatmulBf16Entry>(
       key, [&] { return build(trans_a, trans_b, M, N, K, A.is_bf16, lda, B.is_bf16, ldb, ldc, beta != 0.0f); });
-  Tensor a_copy, b_copy;
-  void* a = matmul_operand(e->a, A, a_copy);
-  void* b = matmul_operand(e->b, B, b_copy);
-  cpu::execute(e->prim, e->scratch,
-               {{DNNL_ARG_SRC, cpu::mem(e->a.matmul, a)},
-                {DNNL_ARG_WEIGHTS, cpu::mem(e->b.matmul, b)},
-                {DNNL_ARG_DST, cpu::mem(e->c, C)}});
+  run(*e, A, B, C);
+}
+
+void gemm_bf16_scaled_to_bf16(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K,
+                              GemmBf16Operand A, std::int64_t lda, GemmBf16Operand B, std::int64_t ldb, float scale,
+                              std::uint16_t* C, std::int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  DT_CHECK(K > 0, "gemm_bf16_scaled_to_bf16 needs products to sum (K = 0)");
+  const cpu::CacheKey key{{static_cast<std::int64_t>(cpu::OpTag::kMatmulBf16), trans_a ? 1 : 0, trans_b ? 1 : 0, M, N,
+                           K, lda, ldb, ldc, 2, A.is_bf16 ? 1 : 0, B.is_bf16 ? 1 : 0,
+                           static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(scale))}};
+  const auto e = cpu::cached<MatmulBf16Entry>(
+      key, [&] { return build(trans_a, trans_b, M, N, K, A.is_bf16, lda, B.is_bf16, ldb, ldc, false, scale); });
+  run(*e, A, B, C);
 }
 
 }  // namespace dtrain

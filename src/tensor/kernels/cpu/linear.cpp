@@ -81,20 +81,32 @@ Tensor CpuBackend::linear_backward_data(const Tensor& dy, const Tensor& w) {
   return dx;
 }
 
+// In bf16 precision a bf16 scaled destination (backend.h: WeightGradInto) receives the matmul's f32
+// sums times the scale, rounded to bf16 as they leave it: the bits of rounding scale * dw, in the pass
+// that computes dw, where writing dw in f32 and casting it would read and write it again (LeNet's fc1:
+// 12.8 MB a step).
 WeightGrads CpuBackend::linear_backward_weights(const Tensor& dy, const Tensor& x_in, bool with_bias,
-                                                const Tensor* dw_into) {
+                                                const WeightGradInto& into) {
   const Tensor x = linear_input(x_in);
   if (!is_f32(dy) || (!is_f32(x) && !read_as_bf16(x)))
-    return ReferenceBackend::linear_backward_weights(dy, x, with_bias, dw_into);
+    return ReferenceBackend::linear_backward_weights(dy, x, with_bias, into);
   DT_CHECK(dy.dim() == 2 && x.dim() == 2 && dy.size(0) == x.size(0), "linear backward: gradient {} and input {}",
            dy.shape(), x.shape());
   const std::int64_t N = x.size(0), I = x.size(1), O = dy.size(1);
-  if (dw_into != nullptr) check_weight_destination(*dw_into, Shape{O, I});
-  WeightGrads out{dw_into != nullptr ? *dw_into : Tensor::empty({O, I}, DType::kF32),
+  if (into.f32 != nullptr) check_weight_destination(*into.f32, Shape{O, I});
+  const bool scaled = into.scaled != nullptr && into.scaled->dtype() == DType::kBF16 &&
+                      compute_precision() == ComputePrecision::kBF16 && N > 0;
+  if (scaled) check_scaled_weight_destination(*into.scaled, Shape{O, I});
+  WeightGrads out{scaled                ? *into.scaled
+                  : into.f32 != nullptr ? *into.f32
+                                        : Tensor::empty({O, I}, DType::kF32),
                   with_bias ? Tensor::empty({O}, DType::kF32) : Tensor()};
   const float* g = dy.data<float>();
   if (N == 0) {
     out.dw.fill(0.0);
+  } else if (scaled) {
+    gemm_bf16_scaled_to_bf16(true, false, O, I, N, {g}, O, operand(x), I, into.scale,
+                             static_cast<std::uint16_t*>(out.dw.raw_data()), I);
   } else {
     if (read_as_bf16(x)) {
       gemm_bf16(true, false, O, I, N, 1.0f, {g}, O, operand(x), I, 0.0f, out.dw.data<float>(), I);

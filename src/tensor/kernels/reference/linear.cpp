@@ -46,8 +46,9 @@ Tensor ReferenceBackend::linear_backward_data(const Tensor& dy, const Tensor& w)
   return dx;
 }
 
+// Ignores a scaled destination (backend.h: WeightGradInto): the reference writes f32.
 WeightGrads ReferenceBackend::linear_backward_weights(const Tensor& dy, const Tensor& x, bool with_bias,
-                                                      const Tensor* dw_into) {
+                                                      const WeightGradInto& into) {
   const std::int64_t N = x.size(0), I = x.size(1), O = dy.size(1);
   DT_CHECK_EQ(dy.size(0), N);
   WeightGrads out{Tensor::empty({O, I}, x.dtype()), with_bias ? Tensor::empty({O}, x.dtype()) : Tensor()};
@@ -72,11 +73,11 @@ WeightGrads ReferenceBackend::linear_backward_weights(const Tensor& dy, const Te
       }
     }
   });
-  if (dw_into != nullptr) {
-    check_weight_destination(*dw_into, out.dw.shape());
-    Tensor into = *dw_into;  // a handle on the caller's storage
-    into.copy_from(out.dw);
-    out.dw = into;
+  if (into.f32 != nullptr) {
+    check_weight_destination(*into.f32, out.dw.shape());
+    Tensor dw = *into.f32;  // a handle on the caller's storage
+    dw.copy_from(out.dw);
+    out.dw = dw;
   }
   return out;
 }

@@ -27,7 +27,7 @@ class ReferenceBackend : public Backend {
   Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor* b) override;
   Tensor linear_backward_data(const Tensor& dy, const Tensor& w) override;
   WeightGrads linear_backward_weights(const Tensor& dy, const Tensor& x, bool with_bias,
-                                      const Tensor* dw_into) override;
+                                      const WeightGradInto& into) override;
 
   Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor* b, const Conv2dGeometry& g) override;
   Tensor conv2d_backward_data(const Tensor& dy, const Tensor& w, const Shape& x_shape, Layout x_layout,
