@@ -97,8 +97,7 @@ ScaledDestination scaled_gradient_destination(std::size_t edge, const Shape& sha
   const std::shared_ptr<VariableImpl>& leaf = running_node->edges[edge].leaf;
   if (leaf == nullptr || leaf->grad.defined()) return {};
   const Tensor& d = leaf->scaled_grad_destination;
-  if (!d.defined() || (d.dtype() != DType::kBF16 && d.dtype() != DType::kF16) || d.device() != Device::cpu() ||
-      d.layout() != Layout::kPlain || d.shape() != shape) {
+  if (!is_16bit(d) || d.device() != Device::cpu() || d.layout() != Layout::kPlain || d.shape() != shape) {
     return {};
   }
   const auto uses = pass_leaf_uses->find(leaf.get());

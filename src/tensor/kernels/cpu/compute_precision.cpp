@@ -36,6 +36,13 @@ ComputePrecision parse_compute_precision(const std::string& name) {
   throw InputError(fmt::format("--precision: unknown precision '{}'; valid: f32, bf16", name));
 }
 
+bool writes_scaled_bf16(const WeightGradInto& into, const Shape& shape) {
+  if (into.scaled == nullptr || into.scaled->dtype() != DType::kBF16 || compute_precision() != ComputePrecision::kBF16)
+    return false;
+  check_scaled_weight_destination(*into.scaled, shape);
+  return true;
+}
+
 const char* compute_precision_name(ComputePrecision precision) {
   return precision == ComputePrecision::kBF16 ? "bf16" : "f32";
 }

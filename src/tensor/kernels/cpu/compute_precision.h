@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "tensor/backend.h"
 #include "tensor/tensor.h"
 
 namespace dtrain {
@@ -25,6 +26,11 @@ ComputePrecision parse_compute_precision(const std::string& name);
 const char* compute_precision_name(ComputePrecision precision);
 // Whether oneDNN runs bf16 on this CPU's own instructions (AVX512_BF16 or AMX).
 bool cpu_has_bf16();
+
+// Whether a CPU kernel writes a weight gradient of `shape` into into.scaled: a bf16 destination in
+// bf16 precision (backend.h: WeightGradInto), whose shape and layout it checks; otherwise the
+// kernel writes f32 as before.
+bool writes_scaled_bf16(const WeightGradInto& into, const Shape& shape);
 
 // Sets the compute precision for the scope's lifetime and restores the one before, also when the
 // scope is left by an exception (calibration's bf16 pass, tests).

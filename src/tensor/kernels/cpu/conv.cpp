@@ -451,9 +451,7 @@ ConvGrads CpuBackend::conv2d_backward(const Tensor& dy_in, const Tensor& x_in, c
   const bool use_kept = kept.defined() && forward_entry(d, g, with_bias)->src == ew->src;
   const Tensor x_local = use_kept ? Tensor() : x_in.to_layout(cpu::compute_layout(d.C));
   const Tensor x = use_kept ? kept : bind_input(ew->src_reorder(x_local), x_local);
-  const bool scaled =
-      into.scaled != nullptr && into.scaled->dtype() == DType::kBF16 && compute_precision() == ComputePrecision::kBF16;
-  if (scaled) check_scaled_weight_destination(*into.scaled, w.shape());
+  const bool scaled = writes_scaled_bf16(into, w.shape());
   out.weights = run_backward_weights(
       *ew, dy_w, x, d, w.shape(), with_bias,
       scaled ? scaled_weight_grad_out(d, g, with_bias, ew->diff_weights, into.scale) : nullptr, into.scaled);

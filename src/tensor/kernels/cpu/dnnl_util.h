@@ -92,6 +92,7 @@ enum class OpTag : std::int64_t {
   kBnFwdInference,
   kBnBwd,
   kMatmulBf16,
+  kMatmulBf16ScaledToBf16,
   kConvWeightGradToBf16,
 };
 

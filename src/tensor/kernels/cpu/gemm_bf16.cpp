@@ -139,8 +139,8 @@ void gemm_bf16_scaled_to_bf16(bool trans_a, bool trans_b, std::int64_t M, std::i
                               std::uint16_t* C, std::int64_t ldc) {
   if (M == 0 || N == 0) return;
   DT_CHECK(K > 0, "gemm_bf16_scaled_to_bf16 needs products to sum (K = 0)");
-  const cpu::CacheKey key{{static_cast<std::int64_t>(cpu::OpTag::kMatmulBf16), trans_a ? 1 : 0, trans_b ? 1 : 0, M, N,
-                           K, lda, ldb, ldc, 2, A.is_bf16 ? 1 : 0, B.is_bf16 ? 1 : 0,
+  const cpu::CacheKey key{{static_cast<std::int64_t>(cpu::OpTag::kMatmulBf16ScaledToBf16), trans_a ? 1 : 0,
+                           trans_b ? 1 : 0, M, N, K, lda, ldb, ldc, A.is_bf16 ? 1 : 0, B.is_bf16 ? 1 : 0,
                            static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(scale))}};
   const auto e = cpu::cached<MatmulBf16Entry>(
       key, [&] { return build(trans_a, trans_b, M, N, K, A.is_bf16, lda, B.is_bf16, ldb, ldc, false, scale); });

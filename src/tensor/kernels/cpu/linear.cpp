@@ -94,9 +94,7 @@ WeightGrads CpuBackend::linear_backward_weights(const Tensor& dy, const Tensor& 
            dy.shape(), x.shape());
   const std::int64_t N = x.size(0), I = x.size(1), O = dy.size(1);
   if (into.f32 != nullptr) check_weight_destination(*into.f32, Shape{O, I});
-  const bool scaled = into.scaled != nullptr && into.scaled->dtype() == DType::kBF16 &&
-                      compute_precision() == ComputePrecision::kBF16 && N > 0;
-  if (scaled) check_scaled_weight_destination(*into.scaled, Shape{O, I});
+  const bool scaled = N > 0 && writes_scaled_bf16(into, Shape{O, I});
   WeightGrads out{scaled                ? *into.scaled
                   : into.f32 != nullptr ? *into.f32
                                         : Tensor::empty({O, I}, DType::kF32),
