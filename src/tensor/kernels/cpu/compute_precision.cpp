@@ -21,12 +21,16 @@ bool cpu_has_bf16() {
 }
 
 void set_compute_precision(ComputePrecision precision) {
-  if (precision == ComputePrecision::kBF16 && !cpu_has_bf16())
+  if (precision == ComputePrecision::kBF16 && !cpu_has_bf16()) {
     throw InputError(
         "--precision bf16: this CPU lacks the bf16 dot-product instructions (avx512_bf16 or AMX) that oneDNN's bf16 "
         "convolutions run on; drop --precision bf16 (f32 is the default)");
+  }
   g_precision.store(precision, std::memory_order_relaxed);
 }
+
+// The precision before the scope was set once already: restored without the check, so no throw.
+ComputePrecisionScope::~ComputePrecisionScope() { g_precision.store(previous_, std::memory_order_relaxed); }
 
 ComputePrecision compute_precision() { return g_precision.load(std::memory_order_relaxed); }
 

@@ -39,7 +39,7 @@ class ComputePrecisionScope {
   explicit ComputePrecisionScope(ComputePrecision precision) : previous_(compute_precision()) {
     set_compute_precision(precision);
   }
-  ~ComputePrecisionScope() { set_compute_precision(previous_); }
+  ~ComputePrecisionScope();
   ComputePrecisionScope(const ComputePrecisionScope&) = delete;
   ComputePrecisionScope& operator=(const ComputePrecisionScope&) = delete;
 
