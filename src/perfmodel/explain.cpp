@@ -206,7 +206,9 @@ Explanation explain_run(const MeasuredRun& run, const std::string& profile_spec,
   const std::string dataset = cfg.value("dataset", "");
   StepPrediction p;
   if (!spec.empty()) {
-    const Profile profile = load_profile(spec);
+    // Priced in the run's own precision: a bf16 run's layers at the profile's bf16 rates.
+    Profile profile = load_profile(spec);
+    profile.device = at_precision(profile.device, profile.name, cfg.value("precision", std::string("f32")));
     const Workload w = describe_zoo_model(model, dataset);
     p = predict_step(w, profile, c);
     RunConfig one = c;

@@ -109,7 +109,7 @@ TEST(Explain, ParameterServerRunsNameTheServersOrTheSlowestWorker) {
   const auto explain = [&](const nlohmann::json& ps) {
     const std::string log =
         write_log("dtrain_explain_ps.jsonl", {ps_config(), epoch(1, 50, {0, 10, 20, 50, 0}, 0), ps});
-    const Explanation e = explain_run(read_metrics_log(log), profile_path.string());
+    Explanation e = explain_run(read_metrics_log(log), profile_path.string());
     std::filesystem::remove(log);
     return e;
   };
@@ -168,6 +168,45 @@ TEST(Explain, UsesThePredictionTheRunLogged) {
   EXPECT_NE(e.text.find("model -3.8%"), std::string::npos) << e.text;
   EXPECT_NE(e.text.find("one worker: nothing to scale"), std::string::npos) << e.text;
   std::filesystem::remove(log);
+}
+
+// A bf16 run is priced at the profile's bf16 rates, as `dtrain train --precision bf16 --profile`
+// priced it; a profile without them names the missing field.
+TEST(Explain, PricesABf16RunAtTheProfilesBf16Rates) {
+  Profile profile = testing::test_profile();
+  PrecisionRates bf16;
+  bf16.conv2d = bf16.linear = testing::q(4e12);  // 4x the f32 rates of test_profile
+  profile.device.precisions.emplace_back("bf16", bf16);
+  const auto profile_path = std::filesystem::temp_directory_path() / "dtrain_explain_bf16_profile.json";
+  {
+    std::ofstream f(profile_path);
+    f << profile_to_json(profile).dump();
+  }
+  nlohmann::json c = config(1);
+  const std::string f32_log = write_log("dtrain_explain_f32.jsonl", {c, epoch(1, 10, {0, 20, 30, 0, 2}, 0)});
+  c["precision"] = "bf16";
+  const std::string bf16_log = write_log("dtrain_explain_bf16.jsonl", {c, epoch(1, 10, {0, 20, 30, 0, 2}, 0)});
+  const Explanation f32 = explain_run(read_metrics_log(f32_log), profile_path.string());
+  const Explanation half = explain_run(read_metrics_log(bf16_log), profile_path.string());
+  ASSERT_TRUE(f32.has_model && half.has_model);
+  // LeNet's compute is its convolutions and linear layers: a quarter of the time at 4x the rate,
+  // plus the 2-byte activations' memory terms, which test_profile makes negligible.
+  EXPECT_NEAR(half.predicted.forward, f32.predicted.forward / 4, 0.02 * f32.predicted.forward);
+  EXPECT_NEAR(half.predicted.backward, f32.predicted.backward / 4, 0.02 * f32.predicted.backward);
+  profile.device.precisions.clear();
+  {
+    std::ofstream f(profile_path);
+    f << profile_to_json(profile).dump();
+  }
+  try {
+    explain_run(read_metrics_log(bf16_log), profile_path.string());
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("lacks 'device.precisions.bf16'"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(f32_log);
+  std::filesystem::remove(bf16_log);
+  std::filesystem::remove(profile_path);
 }
 
 TEST(Explain, NotAMetricsLogIsNamed) {
