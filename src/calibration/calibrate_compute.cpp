@@ -76,14 +76,6 @@ std::uint8_t read_lines(const std::uint8_t* data, std::size_t bytes) {
   return x;
 }
 
-// The input the zoo feeds each model (as `dtrain bench train` does): CIFAR-sized images for the
-// ResNets, 224x224 for ResNet-50, Fashion-MNIST-sized for the others.
-ModelInput natural_input(const std::string& model) {
-  if (model == "resnet50") return {3, 224, 224, 1000};
-  if (model.rfind("resnet", 0) == 0) return {3, 32, 32, 10};
-  return {1, 28, 28, 10};
-}
-
 std::string describe(const LayerSummary& l) {
   std::string s = fmt::format("{} {}->{}", l.kind, l.input.str(), l.output.str());
   if (l.kernel > 0) s += fmt::format(" k{}/s{}/p{}", l.kernel, l.stride, l.padding);
@@ -110,6 +102,12 @@ std::size_t activation_bytes(const std::vector<LayerSummary>& layers, std::int64
 }
 
 }  // namespace
+
+ModelInput natural_input(const std::string& model) {
+  if (model == "resnet50") return {3, 224, 224, 1000};
+  if (model.rfind("resnet", 0) == 0) return {3, 32, 32, 10};
+  return {1, 28, 28, 10};
+}
 
 LayerCall make_layer(const LayerSummary& l, Rng& rng) {
   std::shared_ptr<Module> m;

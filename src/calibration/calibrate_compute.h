@@ -64,6 +64,7 @@
 #include <vector>
 
 #include "core/random.h"
+#include "nn/models/models.h"
 #include "nn/summary.h"
 #include "perfmodel/profile.h"
 
@@ -182,6 +183,10 @@ class LayerBench {
 // The gradient bytes (f32) of the largest of `models`, built at their natural input: the largest
 // allreduce a data-parallel run of one of them sends (one bucket holding every gradient).
 std::size_t largest_gradient_bytes(const std::vector<std::string>& models);
+
+// The input the zoo feeds each model (as `dtrain bench train` does): CIFAR-sized images for the
+// ResNets, 224x224 for ResNet-50, Fashion-MNIST-sized for the others.
+ModelInput natural_input(const std::string& model);
 
 // Memory rates, then every layer of the bench (timings[i] is layer i), the compute steps, the
 // update and the disk.

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "calibration/calibrate_overlap.h"
+#include "calibration/calibrate_shared_update.h"
 #include "comm/algorithm.h"
 #include "comm/hosts.h"
 #include "core/core_round_trip.h"
@@ -221,6 +222,9 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   mine = calibrate_device(bench, o.device);
   free_blocks.push_back(mine.step_seconds);
   timed_block();
+  // Ranks of one host share one copy of the weights under shm (parallel/shared_weights.h).
+  const bool one_host = c.ranks > 1 && c.transport.ranks_per_host == c.ranks;
+  const double shared_update = one_host ? shared_update_rate(*worker, o.device.models, o.device.batch, 9) : 0.0;
   if (worker != nullptr) {
     std::vector<double> alone;
     for (const ShapeTiming& t : mine.timings) alone.push_back(t.seconds);
@@ -233,7 +237,8 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
     if (lockstep) std::tie(c.lockstep_variation, c.lockstep_steps) = lockstep->variation();
   }
   // Harmonic means (the mean of times) of the rates; the disk summed over rank 0's host.
-  std::vector<double> v{1 / mine.memory_read, 1 / mine.memory_write, 1 / mine.update};
+  std::vector<double> v{1 / mine.memory_read, 1 / mine.memory_write, 1 / mine.update,
+                        one_host ? 1 / shared_update : 0.0};
   for (double r : mine.compute) v.push_back(1 / r);
   const bool on_first_host = c.transport.host_of.at(static_cast<std::size_t>(rank)) == c.transport.host_of[0];
   v.push_back(on_first_host ? mine.disk_read : 0);
@@ -259,14 +264,15 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions o) {
   c.device.memory_read = p / sum[0];
   c.device.memory_write = p / sum[1];
   c.device.update = p / sum[2];
-  for (std::size_t k = 0; k < kComputeKinds.size(); ++k) c.device.compute[k] = p / sum[3 + k];
-  c.device.disk_read = sum[3 + kComputeKinds.size()];
+  c.shared_update = one_host ? p / sum[3] : 0.0;
+  for (std::size_t k = 0; k < kComputeKinds.size(); ++k) c.device.compute[k] = p / sum[4 + k];
+  c.device.disk_read = sum[4 + kComputeKinds.size()];
   c.device.gradient_copy = p / sum[casts + 2];
   if (bf16)
     for (std::size_t k = 0; k < kComputeKinds.size(); ++k) c.device.bf16[k] = p / sum[casts + 3 + k];
   c.device.cast_f16 = p / sum[casts];
   c.device.cast_bf16 = p / sum[casts + 1];
-  const std::size_t at = 4 + kComputeKinds.size();
+  const std::size_t at = 5 + kComputeKinds.size();
   const double mean_median = sum[at] / p;
   const double between = p > 1 ? std::max(0.0, (sum[at + 1] - p * mean_median * mean_median) / (p - 1)) : 0.0;
   const double within = sum[at + 2] / p;
@@ -341,6 +347,13 @@ Profile calibrated_profile(const Calibration& c) {
       q(c.device.memory_write, fmt::format("{} MiB streamed write per rank (the largest activation at batch {}); {}",
                                            c.device.stream_bytes >> 20, c.options.device.batch, layout));
   d.update = q(c.device.update, fmt::format("momentum SGD step on the parameters of {}; {}", models, layout));
+  if (c.shared_update > 0) {
+    d.shared_update = q(c.shared_update,
+                        fmt::format("momentum SGD step of ranks sharing one copy of the weights (shm), each its part "
+                                    "after a forward and backward, and the barrier after it, on the parameters of "
+                                    "{}; {}",
+                                    models, layout));
+  }
   const std::string steps_how =
       c.lockstep_variation >= 0
           ? fmt::format(
@@ -507,6 +520,10 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
                      c.device.shapes[k]);
   }
   s += fmt::format("  update          {:.0f} M parameters/s\n", c.device.update / 1e6);
+  if (c.shared_update > 0) {
+    s += fmt::format("  shared update   {:.0f} M parameters/s (ranks sharing one copy of the weights: shm)\n",
+                     c.shared_update / 1e6);
+  }
   if (c.device.gradient_copy > 0) {
     s += fmt::format("  gradient copy   {} ({} KiB into its bucket after each compute step)\n",
                      gbps(c.device.gradient_copy), c.device.gradient_bytes >> 10);

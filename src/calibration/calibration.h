@@ -70,6 +70,9 @@ struct Calibration {
   // lockstep_variation; -1 where not measured: one process, or ranks outnumbering their CPUs).
   double free_variation = 0, lockstep_variation = -1;
   std::size_t lockstep_steps = 0;  // per rank, over all blocks
+  // Parameters/s of the update of ranks sharing one copy of the weights (calibrate_shared_update.h),
+  // the harmonic mean over the ranks; 0 where not measured (one process, or ranks on several hosts).
+  double shared_update = 0;
   CalibrationOptions options;
 };
 

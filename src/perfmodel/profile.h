@@ -107,6 +107,11 @@ struct DeviceProfile {
   std::array<Quantity, kComputeKinds.size()> compute;  // FLOP/s, indexed like kComputeKinds
   Quantity memory_read, memory_write;                  // bytes/s
   Quantity update;                                     // parameters/s of the optimizer step
+  // Parameters/s of the update where the ranks of a host share one copy of the weights (shm
+  // without double buffering, parallel/shared_weights.h): each rank's part and the barrier after
+  // it, timed as one (calibration/calibrate_shared_update.h). Optional in the schema (dtrain
+  // calibrate measures it on one host); absent: 1/p of the parameters at `update`.
+  std::optional<Quantity> shared_update;
   Quantity reduce;                                     // bytes/s added into a buffer (1 / gamma)
   // Per precision other than f32 (kPrecisions): the matrix layers' rates. Optional in the schema.
   std::vector<std::pair<std::string, PrecisionRates>> precisions;

@@ -125,7 +125,7 @@ class Reader {
   DeviceProfile device(const json& j) const {
     fields(j, "device", {"name", "compute", "memory_read", "memory_write", "update", "reduce"},
            {"nvlink", "step_variation", "gradient_copy", "reduce_f16", "reduce_bf16", "cast_f16", "cast_bf16",
-            "precisions"});
+            "precisions", "shared_update"});
     DeviceProfile d;
     d.name = text(j["name"], "device.name");
     if (j.contains("nvlink")) d.nvlink = text(j["nvlink"], "device.nvlink");
@@ -137,6 +137,10 @@ class Reader {
     d.memory_read = quantity(j["memory_read"], "device.memory_read", false, "bytes per second");
     d.memory_write = quantity(j["memory_write"], "device.memory_write", false, "bytes per second");
     d.update = quantity(j["update"], "device.update", false, "parameters per second");
+    if (j.contains("shared_update")) {
+      d.shared_update = quantity(j["shared_update"], "device.shared_update", false,
+                                 "parameters per second of the update of ranks sharing one copy of the weights");
+    }
     d.reduce = quantity(j["reduce"], "device.reduce", false, "bytes per second");
     if (j.contains("step_variation")) {
       const char* what = "a fraction: standard deviation / mean of a worker's compute time per step";
@@ -407,6 +411,7 @@ json profile_to_json(const Profile& p) {
   if (!p.device.nvlink.empty()) device["nvlink"] = p.device.nvlink;
   if (p.device.step_variation) device["step_variation"] = quantity_json(*p.device.step_variation);
   if (p.device.gradient_copy) device["gradient_copy"] = quantity_json(*p.device.gradient_copy);
+  if (p.device.shared_update) device["shared_update"] = quantity_json(*p.device.shared_update);
   if (p.device.reduce_f16) device["reduce_f16"] = quantity_json(*p.device.reduce_f16);
   if (p.device.reduce_bf16) device["reduce_bf16"] = quantity_json(*p.device.reduce_bf16);
   if (p.device.cast_f16) device["cast_f16"] = quantity_json(*p.device.cast_f16);

@@ -242,10 +242,14 @@ StepPrediction predict_step(const Workload& w, const Profile& p, const RunConfig
   const bool distributed = c.workers > 1;
   const AllreducePlan ar{c.algorithm, c.workers, c.hierarchical, c.comm_dtype, chunk_bytes_of(c, p)};
   const double k = c.accumulate;
-  // Ranks that share one copy of the weights (shm without double buffering) each update 1/p of
-  // them (parallel/shared_weights.h), at the rate calibrated with every rank updating at once.
+  // Ranks that share one copy of the weights (shm without double buffering) each update their part
+  // of them and meet at a barrier (parallel/shared_weights.h): at the rate calibrated that very way
+  // where the profile has it (device.shared_update: the part's cache lines come back from the cores
+  // that read them in forward), else 1/p of them at the rate of every rank updating at once.
   const bool shared_weights = distributed && c.algorithm == comm::Algorithm::kShm && !c.double_buffering;
-  const double update = shared_weights ? plan.update / c.workers : plan.update;
+  const double update = !shared_weights   ? plan.update
+                        : d.shared_update ? static_cast<double>(w.total_params()) / d.shared_update->value
+                                          : plan.update / c.workers;
   const std::size_t layers = w.layers.size();
   // The compute thread's items: forward and backward of each micro-batch, layer by layer. In the
   // last backward each parameter's grad-ready hook copies its gradient into its bucket as soon as

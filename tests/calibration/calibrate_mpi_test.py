@@ -3,7 +3,8 @@
 
 usage: calibrate_mpi_test.py DTRAIN CASE [NETNS_HOSTS_SH]
   same_host   mpirun -np 2 on this host: the profile has 2 accelerators per node, a measured
-              same-host link (alpha, beta) and overlap, no network; `dtrain bench allreduce
+              same-host link (alpha, beta) and overlap, the update of ranks sharing their
+              weights, no network; `dtrain bench allreduce
               --profile` prints the model's time beside each measured collective; `dtrain predict` takes it;
               `dtrain train --profile --allreduce auto --bucket-mb auto` logs the choice with its
               alternatives and prints predicted beside measured per epoch; `dtrain explain` (with the run's trace) on
@@ -47,8 +48,11 @@ def same_host(dtrain):
         assert calibrated(link["latency"]) and calibrated(link["bandwidth"]), link
         assert "same-host pair" in link["bandwidth"]["source"], link
         assert "network" not in p, "one host: no network measured"
-        for key in ("reduce", "reduce_f16", "reduce_bf16", "cast_f16", "cast_bf16"):
+        for key in ("reduce", "reduce_f16", "reduce_bf16", "cast_f16", "cast_bf16", "shared_update"):
             assert calibrated(p["device"][key]), (key, p["device"])
+        # The ranks share one copy of the weights under shm: their update is timed that way too.
+        assert "sharing one copy of the weights" in p["device"]["shared_update"]["source"], p["device"]
+        assert "shared update" in out, out
         assert "(f16 " in out and "16-bit casts" in out, out
         ladder = link["exchange_ladder"]
         sizes = [q["bytes"] for q in ladder["points"]]

@@ -170,6 +170,21 @@ TEST(Profile, NegativeZeroAndMistypedValuesAreRejected) {
   expect_contains(error_of(j), "this dtrain reads schema version 1");
 }
 
+TEST(Profile, SharedUpdateIsOptionalAndPositive) {
+  json j = valid_device_file();
+  EXPECT_FALSE(parse_profile_fragment(j, "test.json").device->shared_update.has_value());
+  j["device"]["shared_update"] = {{"value", 2.5e9}, {"source", "calibrated"}};
+  const ProfileFragment with = parse_profile_fragment(j, "test.json");
+  ASSERT_TRUE(with.device->shared_update.has_value());
+  EXPECT_DOUBLE_EQ(with.device->shared_update->value, 2.5e9);
+  Profile p;
+  p.device = *with.device;
+  p.node = *with.node;
+  EXPECT_EQ(profile_to_json(p)["device"]["shared_update"], j["device"]["shared_update"]);
+  j["device"]["shared_update"]["value"] = -1;
+  expect_contains(error_of(j), "'device.shared_update.value' is -1; it must be > 0");
+}
+
 TEST(Profile, GradientCopyIsOptionalAndPositive) {
   json j = valid_device_file();
   const ProfileFragment without = parse_profile_fragment(j, "test.json");

@@ -159,6 +159,27 @@ TEST(StepModel, GradientCopiesIntoBucketsAtTheCalibratedRate) {
   EXPECT_NEAR(sb.compute - sa.compute, 3 * 500000 * (4 / 1e9 - (4 / 1e12 + 4 / 1e12)), 1e-9);
 }
 
+// Ranks sharing one copy of the weights (shm, no double buffering) each update their part and
+// meet at a barrier: at the profile's calibrated shared rate where it has one, else 1/p of the
+// parameters at the private rate; other algorithms and double buffering update every parameter.
+TEST(StepModel, ASharedWeightsUpdateTakesTheCalibratedSharedRate) {
+  const Workload w = params_first(4, 1 << 20);
+  const double params = static_cast<double>(w.total_params());
+  Profile p = test_profile(2);
+  RunConfig c;
+  c.workers = 2;
+  c.algorithm = Algorithm::kShm;
+  EXPECT_NEAR(predict_step(w, p, c).phases.update, params / 1e10 / 2, 1e-12);
+  p.device.shared_update = Quantity{2e9, 0, 0, "calibrated"};
+  EXPECT_NEAR(predict_step(w, p, c).phases.update, params / 2e9, 1e-12);
+  RunConfig ring = c;
+  ring.algorithm = Algorithm::kRing;
+  EXPECT_NEAR(predict_step(w, p, ring).phases.update, params / 1e10, 1e-12);
+  RunConfig buffered = c;
+  buffered.double_buffering = true;
+  EXPECT_NEAR(predict_step(w, p, buffered).phases.update, params / 1e10, 1e-12);
+}
+
 TEST(StepModel, ChunkFollowsTheLayoutAsTheCommunicatorChoosesIt) {
   // As comm/hosts.h: 1 MiB messages within a node, 32 KiB once the workers span nodes; a chunk
   // the run set (dtrain train --chunk-kb) is kept.
