@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "tensor/backend.h"
+#include "tensor/bf16_test_util.h"
 #include "tensor/kernels/cpu/compute_precision.h"
 #include "tensor/kernels/cpu/cpu_backend.h"
 #include "tensor/tensor.h"
@@ -24,24 +25,8 @@ struct Bf16Case {
   std::int64_t N, C, H, W, O, K, stride, pad;
 };
 
-Tensor uniform_tensor(const Shape& shape, std::mt19937& rng) {
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<std::size_t>(shape.numel()));
-  for (float& x : v) x = dist(rng);
-  return Tensor::from_vector(v, shape);
-}
-
-// The largest |got - want| over the largest |want|.
-double relative_gap(const Tensor& got, const Tensor& want) {
-  const std::vector<double> a = got.to_vector_f64(), b = want.to_vector_f64();
-  EXPECT_EQ(a.size(), b.size());
-  double gap = 0, scale = 1e-30;
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    gap = std::max(gap, std::abs(a[i] - b[i]));
-    scale = std::max(scale, std::abs(b[i]));
-  }
-  return gap / scale;
-}
+using testing::relative_gap;
+using testing::uniform_f32;
 
 constexpr double kBf16Step = 1.0 / 128;  // 2^-7: one bf16 step of a value in [1, 2)
 
@@ -64,8 +49,8 @@ TEST(Bf16Conv, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
     const Conv2dGeometry g{c.stride, c.stride, c.pad, c.pad};
     const std::int64_t OH = (c.H + 2 * c.pad - c.K) / c.stride + 1, OW = (c.W + 2 * c.pad - c.K) / c.stride + 1;
     const Shape xs{c.N, c.C, c.H, c.W}, ws{c.O, c.C, c.K, c.K};
-    const Tensor x = uniform_tensor(xs, rng), w = uniform_tensor(ws, rng), b = uniform_tensor({c.O}, rng);
-    const Tensor dy = uniform_tensor({c.N, c.O, OH, OW}, rng);
+    const Tensor x = uniform_f32(xs, rng), w = uniform_f32(ws, rng), b = uniform_f32({c.O}, rng);
+    const Tensor dy = uniform_f32({c.N, c.O, OH, OW}, rng);
     Tensor y, y_keeping, dx;
     WeightGrads grads;
     ConvGrads both, from_bf16_dy, into_slot;
@@ -130,8 +115,8 @@ TEST(Bf16Linear, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
   // mlp's layers, lenet's classifier, and odd sizes.
   for (const auto& [n, in, out] : std::vector<std::array<std::int64_t, 3>>{
            {64, 784, 512}, {64, 512, 10}, {32, 3136, 1024}, {7, 33, 5}, {1, 16, 3}}) {
-    const Tensor x = uniform_tensor({n, in}, rng), w = uniform_tensor({out, in}, rng), b = uniform_tensor({out}, rng);
-    const Tensor dy = uniform_tensor({n, out}, rng);
+    const Tensor x = uniform_f32({n, in}, rng), w = uniform_f32({out, in}, rng), b = uniform_f32({out}, rng);
+    const Tensor dy = uniform_f32({n, out}, rng);
     Tensor y, y_keeping, dx;
     WeightGrads grads;
     ConvGrads both;
@@ -162,7 +147,7 @@ TEST(Bf16Linear, AScaledBf16DestinationReceivesTheWeightGradientRoundedAsItLeave
   Backend& fast = cpu_backend();
   for (const auto& [n, in, out] :
        std::vector<std::array<std::int64_t, 3>>{{64, 3136, 1024}, {256, 784, 512}, {7, 33, 5}, {1, 16, 3}}) {
-    const Tensor x = uniform_tensor({n, in}, rng), dy = uniform_tensor({n, out}, rng);
+    const Tensor x = uniform_f32({n, in}, rng), dy = uniform_f32({n, out}, rng);
     const std::string what = fmt::format("linear {} x {} -> {}", n, in, out);
     for (const float scale : {0.5f, 0.3f}) {
       Tensor slot = Tensor::zeros({out, in}, DType::kBF16);
@@ -212,8 +197,8 @@ TEST(Bf16BatchNorm, TrainingOnABf16InputEqualsTheReferenceOnItsValues) {
                                                                         {Shape{2, 3, 5, 5}, Layout::kPlain},
                                                                         {Shape{8, 32}, Layout::kPlain}}) {
     const std::string what = fmt::format("{}", xs);
-    const Tensor x32 = uniform_tensor(xs, rng), dy = uniform_tensor(xs, rng);
-    const Tensor gamma = uniform_tensor({xs[1]}, rng), beta = uniform_tensor({xs[1]}, rng);
+    const Tensor x32 = uniform_f32(xs, rng), dy = uniform_f32(xs, rng);
+    const Tensor gamma = uniform_f32({xs[1]}, rng), beta = uniform_f32({xs[1]}, rng);
     const Tensor x16 = x32.to(DType::kBF16).to_layout(layout);
     const Tensor xv = x16.to_plain().to(DType::kF32);  // the values the bf16 kernels read
     BatchNormForward f;

@@ -4,7 +4,9 @@
 //      ReLU and residual-add passes of one training step;
 //   2. sgemm GFLOP/s for the MLP's shapes (784x512, 512x512; batch 64 and 256) with oneDNN and
 //      OpenBLAS;
-//   3. the MLP's ReLU and add passes against a copy of as many bytes.
+//   3. the MLP's ReLU and add passes against a copy of as many bytes;
+//   4. in bf16, the weight gradient of ResNet-20's and LeNet's convolutions on dtrain's kernel
+//      (kernels/cpu/conv_weight_grad_bf16.h) against oneDNN's bf16 primitive, interleaved call by call.
 // Each figure is the median of several repetitions after warm-up, at 1 and 2 threads.
 // Usage: [BENCH_STAT=min] bench_kernels [threads...]   (default: 1 2)
 #include <algorithm>
@@ -19,6 +21,8 @@
 
 #include "core/threads.h"
 #include "tensor/backend.h"
+#include "tensor/kernels/cpu/compute_precision.h"
+#include "tensor/kernels/cpu/conv_weight_grad_bf16.h"
 #include "tensor/kernels/cpu/cpu_backend.h"
 #include "tensor/kernels/cpu/gemm.h"
 #include "tensor/tensor.h"
@@ -189,6 +193,54 @@ void bench_small_elementwise(int reps) {
               rf / one_copy, rb * 1e3, rb / two_copies, add * 1e3, add / two_copies);
 }
 
+// The bf16 weight gradient of each ResNet-20 shape dtrain's kernel takes (16-channel multiples) and
+// LeNet's second convolution, batch 64, on bf16 x and dy in nChw16c (as a bf16 step hands them over):
+// dtrain's kernel and oneDNN's primitive called in turn, `reps` times each, medians.
+void bench_bf16_weight_grad(int reps) {
+  if (!cpu_has_bf16()) {
+    std::printf("  skipped: this CPU has no bf16 dot products\n");
+    return;
+  }
+  const ComputePrecisionScope bf16(ComputePrecision::kBF16);
+  Backend& be = cpu_backend();
+  const std::int64_t N = 64;
+  std::vector<ConvLayer> layers(std::begin(kResNet20) + 1, std::end(kResNet20));
+  layers.push_back({"lenet 32->64 14x14 k5", 32, 64, 14, 5, 1, 1, false});
+  std::printf("  %-22s %5s %9s %9s %8s %9s\n", "layer (batch 64)", "count", "dtrain ms", "oneDNN ms", "ratio",
+              "GFLOP/s");
+  double own_step = 0, onednn_step = 0;
+  for (const ConvLayer& l : layers) {
+    const Conv2dGeometry g{l.stride, l.stride, l.K / 2, l.K / 2};
+    const std::int64_t OHW = (l.HW + 2 * (l.K / 2) - l.K) / l.stride + 1;
+    const Tensor x = random_tensor({N, l.C, l.HW, l.HW}, cpu_activation_layout(l.C)).to(DType::kBF16);
+    const Tensor dy = random_tensor({N, l.O, OHW, OHW}, cpu_activation_layout(l.O)).to(DType::kBF16);
+    const Shape ws{l.O, l.C, l.K, l.K};
+    std::vector<double> own, onednn;
+    for (int r = 0; r < reps + 2; ++r) {
+      for (const bool on : {true, false}) {
+        cpu::set_bf16_weight_grad_kernel(on);
+        const auto t0 = Clock::now();
+        (void)be.conv2d_backward_weights(dy, x, ws, false, g);
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        if (r >= 2) (on ? own : onednn).push_back(ms);  // the first two: primitive creation, page faults
+      }
+    }
+    cpu::set_bf16_weight_grad_kernel(true);
+    std::sort(own.begin(), own.end());
+    std::sort(onednn.begin(), onednn.end());
+    const double a = own[own.size() / 2], b = onednn[onednn.size() / 2];
+    const double flop = 2.0 * static_cast<double>(N * l.O * OHW * OHW * l.C * l.K * l.K);
+    std::printf("  %-22s %5lld %9.3f %9.3f %7.2fx %9.1f\n", l.name, static_cast<long long>(l.count), a, b, b / a,
+                flop / a * 1e-6);
+    if (l.K != 5) {
+      own_step += static_cast<double>(l.count) * a;
+      onednn_step += static_cast<double>(l.count) * b;
+    }
+  }
+  std::printf("  ResNet-20's 20 layers: dtrain %.2f ms, oneDNN %.2f ms per step (%.2fx)\n", own_step, onednn_step,
+              onednn_step / own_step);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -207,6 +259,8 @@ int main(int argc, char** argv) {
     bench_gemm(t == 1 ? 7 : 9);
     std::printf("\n== %d thread(s): elementwise passes, MLP shapes ==\n", t);
     bench_small_elementwise(t == 1 ? 7 : 9);
+    std::printf("\n== %d thread(s): bf16 weight gradients, dtrain's kernel against oneDNN's ==\n", t);
+    bench_bf16_weight_grad(15);
   }
   return 0;
 }
