@@ -7,11 +7,10 @@
 #include <cstddef>
 #include <cstring>
 #include <dnnl.hpp>
-#include <memory>
-#include <vector>
 
 #include "core/error.h"
 #include "tensor/kernels/cpu/compute_precision.h"
+#include "tensor/kernels/cpu/dnnl_util.h"
 
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
 #include <immintrin.h>
@@ -117,7 +116,7 @@ inline __m512 widen_sum(__m512i v) {
 }
 
 // One image's dy pairs: out[ob][oh][p] holds (dy[o][oh][2p], dy[o][oh][2p + 1]) for the 16 channels
-// of block ob (zero past the row's end); adds dy's sums to db.
+// of block ob (zero past the row's end); adds dy's sums to db unless it is null (no bias).
 void build_dy_pairs(const ConvDims& d, const Extents& e, const std::uint16_t* dy, __m512i* out, float* db) {
   const std::int64_t full = d.OW / 2;  // pairs with both outputs inside the row
   for (std::int64_t ob = 0; ob < e.out_blocks; ++ob) {
@@ -127,13 +126,13 @@ void build_dy_pairs(const ConvDims& d, const Extents& e, const std::uint16_t* dy
       for (std::int64_t p = 0; p < full; ++p) {
         const __m512i both = load32(row + 2 * p * kBlock);
         _mm512_store_si512(out + p, interleave_halves(both));
-        sum = _mm512_add_ps(sum, widen_sum(both));
+        if (db != nullptr) sum = _mm512_add_ps(sum, widen_sum(both));
       }
       if (full < e.pairs) {  // an odd width: the last output alone
         const __m512i last = load16(row + 2 * full * kBlock);
         const __m512i alone = _mm512_zextsi256_si512(_mm512_castsi512_si256(last));
         _mm512_store_si512(out + full, interleave_halves(alone));
-        sum = _mm512_add_ps(sum, widen_sum(alone));
+        if (db != nullptr) sum = _mm512_add_ps(sum, widen_sum(alone));
       }
     }
     if (db != nullptr) _mm512_storeu_ps(db + ob * kBlock, _mm512_add_ps(_mm512_loadu_ps(db + ob * kBlock), sum));
@@ -252,17 +251,6 @@ void tiles(const ConvDims& d, const Conv2dGeometry& g, const Extents& e, std::in
   }
 }
 
-// The calling thread's scratch, kept between calls (a fresh buffer's first touch would cost more than
-// the pairs it holds): vectors for every OpenMP thread's partial sums and image pairs.
-__m512i* scratch(std::size_t vectors) {
-  thread_local std::vector<float> buffer;
-  const std::size_t floats = (vectors + 1) * kBlock;
-  if (buffer.size() < floats) buffer.assign(floats, 0.0f);
-  void* start = buffer.data();
-  std::size_t room = buffer.size() * sizeof(float);
-  return static_cast<__m512i*>(std::align(kVector, vectors * kVector, start, room));
-}
-
 }  // namespace
 
 bool bf16_weight_grad_available() {
@@ -288,7 +276,11 @@ void bf16_weight_grad(const ConvDims& d, const Conv2dGeometry& g, const std::uin
   const std::int64_t weights = d.O * d.C * d.KH * d.KW;
   const std::int64_t part_vectors = (weights + d.O + kBlock - 1) / kBlock;  // dW's partial sums and db's
   const int threads = omp_get_max_threads();
-  __m512i* base = scratch(static_cast<std::size_t>(threads * (part_vectors + chunk * per_image)));
+  // The calling thread's scratchpad (dnnl_util.h: 64-byte aligned, kept between calls, as a fresh
+  // buffer's first touch would cost more than the pairs it holds): every OpenMP thread's partial
+  // sums and image pairs.
+  auto* base = static_cast<__m512i*>(
+      thread_scratchpad(static_cast<std::size_t>(threads * (part_vectors + chunk * per_image) * kVector)));
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -304,7 +296,7 @@ void bf16_weight_grad(const ConvDims& d, const Conv2dGeometry& g, const std::uin
       const std::int64_t images = std::min(chunk, n_end - n);
       for (std::int64_t i = 0; i < images; ++i) {
         build_x_pairs(d, g, e, x + (n + i) * x_image, x_pairs + i * e.x_vectors);
-        build_dy_pairs(d, e, dy + (n + i) * dy_image, dy_pairs + i * e.dy_vectors, part_db);
+        build_dy_pairs(d, e, dy + (n + i) * dy_image, dy_pairs + i * e.dy_vectors, db != nullptr ? part_db : nullptr);
       }
       tiles(d, g, e, images, x_pairs, dy_pairs, part);
     }
