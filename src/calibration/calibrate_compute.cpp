@@ -14,6 +14,7 @@
 
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/loss.h"
+#include "calibration/calibrate_in_model.h"
 #include "comm/reduce.h"
 #include "core/error.h"
 #include "core/timer.h"
@@ -43,6 +44,10 @@ constexpr int kMinCalls = 5, kMaxCalls = 10000, kWarmupCalls = 2;
 // Compute steps timed for their variation: at least kMinSteps and for kStepSeconds x min_seconds.
 constexpr std::size_t kMinSteps = 12, kMaxSteps = 400;
 constexpr double kStepSeconds = 5;
+// A model's steps timed layer by layer: in `rounds` rounds, each at least kMinModelSteps steps and
+// a share of kModelSeconds x min_seconds.
+constexpr int kMinModelSteps = 2;
+constexpr double kModelSeconds = 10;
 
 void sync(const ComputeCalibrationOptions& o) {
   if (o.barrier) o.barrier();
@@ -275,6 +280,37 @@ double update_seconds(Module& model, const ModelInput& in, std::int64_t batch, d
                     });
 }
 
+using KindTimings = std::array<std::vector<ShapeTiming>, kComputeKinds.size()>;
+
+// The chosen models' layers timed inside their own training steps (calibrate_in_model.h), by
+// kind, in the calling thread's precision; none where the calibration times tensor-parallel parts
+// (the models would have to be split as a run splits them).
+KindTimings layers_in_steps(const ComputeCalibrationOptions& o, const DeviceProfile& memory) {
+  KindTimings kinds;
+  if (o.tensor_parallel > 1) return kinds;
+  for (const std::string& model : o.models) {
+    sync(o);
+    for (ShapeTiming& t : time_layers_in_steps(model, o.batch, memory, o.rounds, kMinModelSteps,
+                                               kModelSeconds * o.min_seconds / o.rounds))
+      kinds[compute_kind_index(t.kind)].push_back(std::move(t));
+  }
+  return kinds;
+}
+
+// Each kind's rate from its layers inside the chosen models' steps where they have that kind, else
+// from the layers timed alone (the default models' layers of a kind the chosen ones lack); `counts`:
+// the layers or shapes each rate was fitted on.
+// the layers or shapes each rate was fitted on, and whether they were timed inside the steps.
+void fit_rates(const KindTimings& alone, const KindTimings& in_steps, std::array<double, kComputeKinds.size()>& rates,
+               std::array<int, kComputeKinds.size()>& counts, std::array<bool, kComputeKinds.size()>& timed_in_steps) {
+  for (std::size_t k = 0; k < kComputeKinds.size(); ++k) {
+    timed_in_steps[k] = !in_steps[k].empty();
+    const std::vector<ShapeTiming>& fit = timed_in_steps[k] ? in_steps[k] : alone[k];
+    rates[k] = solve_roofline_rate(fit);
+    counts[k] = static_cast<int>(fit.size());
+  }
+}
+
 }  // namespace
 
 double solve_roofline_rate(const std::vector<ShapeTiming>& timings) {
@@ -458,7 +494,7 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
   memory_only.memory_read.value = d.memory_read;
   memory_only.memory_write.value = d.memory_write;
   for (Quantity& c : memory_only.compute) c.value = 1e30;  // the arithmetic term vanishes
-  std::array<std::vector<ShapeTiming>, kComputeKinds.size()> per_kind;
+  KindTimings per_kind;
   const std::size_t n = bench.layers().size();
   // Every shape in o.rounds passes, each a share of min_seconds, and the median pass per shape:
   // a slow moment of the machine (another tenant for a few tenths of a second) then costs one
@@ -486,11 +522,9 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
     per_kind[compute_kind_index(l.kind)].push_back(t);
     d.timings.push_back(t);
   }
-  for (std::size_t k = 0; k < kComputeKinds.size(); ++k) {
+  for (std::size_t k = 0; k < kComputeKinds.size(); ++k)
     DT_CHECK(!per_kind[k].empty(), "no {} layer to calibrate", kComputeKinds[k]);
-    d.compute[k] = solve_roofline_rate(per_kind[k]);
-    d.shapes[k] = static_cast<int>(per_kind[k].size());
-  }
+  fit_rates(per_kind, layers_in_steps(o, memory_only), d.compute, d.shapes, d.in_steps);
   if (o.bf16) {
     // Every layer again in bf16, rounds and medians as above: the matrix layers on the CPU's bf16
     // dot products, the memory-bound kinds (batch norm, pooling, ReLU, additions) on bf16 data.
@@ -498,7 +532,7 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
     DeviceProfile memory_bf16 = memory_only;  // the memory floor with the bf16 run's bytes
     memory_bf16.activation_element_bytes = Bf16RunBytes::activation;
     memory_bf16.gradient_element_bytes = Bf16RunBytes::gradient;
-    std::array<std::vector<ShapeTiming>, kComputeKinds.size()> bf16_kind;
+    KindTimings bf16_kind;
     for (std::size_t i = 0; i < n; ++i) {
       bench.use_bf16_input(i, true);
       std::vector<double> rounds;
@@ -513,8 +547,10 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
       t.memory_seconds = mem.forward.seconds + mem.backward.seconds;
       bf16_kind[compute_kind_index(t.kind)].push_back(t);
     }
+    std::array<int, kComputeKinds.size()> layers{};
+    std::array<bool, kComputeKinds.size()> in_steps{};
+    fit_rates(bf16_kind, layers_in_steps(o, memory_bf16), d.bf16, layers, in_steps);
     in_bf16.reset();
-    for (std::size_t k = 0; k < kComputeKinds.size(); ++k) d.bf16[k] = solve_roofline_rate(bf16_kind[k]);
   }
   sync(o);
   std::int64_t largest = 0;

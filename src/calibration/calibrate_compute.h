@@ -4,32 +4,34 @@
 //   memory_read, memory_write  streaming a buffer as large as the largest activation tensor of
 //                              the representative layers at the batch (a 64-bit XOR reduction;
 //                              a fill): the level of the memory hierarchy layers stream from;
-//   compute rate per kind      each distinct layer shape of the representative models (by
-//                              default the zoo's small-image models mlp, lenet and resnet20;
-//                              a kind the chosen models lack is measured on those defaults),
-//                              their functional ops included: layer_trace.h) is built alone as
-//                              its module, fed an input in the layout the model would feed it,
-//                              and run forward and backward, each timed call after reading as
-//                              many other bytes as its model's forward writes (its activations,
-//                              at most twice the last-level cache) and then its input: in a step
-//                              a layer's input was just written, while the buffer its output
-//                              lands in and the tensors its backward reads were last touched a
-//                              step's activations ago, which calls repeated back to back find in
-//                              the cache (ResNet-20's ReLUs, additions and batch norms ran 20-80%
-//                              slower in training than back to back); the rate of a kind is the one that
-//                              makes the roofline of layer_cost.h reproduce the measured total of
-//                              the models' layers of that kind, each shape counted as often as
-//                              the models have it, i.e. solves
+//   compute rate per kind      the layers of the chosen models (by default the zoo's
+//                              small-image models mlp, lenet and resnet20), their functional
+//                              ops included (layer_trace.h), each timed inside the model's own
+//                              training steps at the batch (calibrate_in_model.h: the mean of
+//                              its forward and backward spans over the steps); a kind the chosen
+//                              models lack is measured on the default models' layer shapes,
+//                              each built alone as its module, fed an input in the layout the
+//                              model would feed it and run forward and backward, each timed call
+//                              after reading as many other bytes as its model's forward writes
+//                              (its activations, at most twice the last-level cache) and then
+//                              its input, in `rounds` passes over all of them, each keeping its
+//                              median pass (so a slow moment costs a pass, not a rate). Timed
+//                              alone so, ResNet-20's batch norms, ReLUs and additions took
+//                              1.3-2.7x their times inside its steps and priced them 14-26%
+//                              high (2026-12-05). The rate of a kind is the one that makes the
+//                              roofline of layer_cost.h reproduce the measured total of the
+//                              models' layers of that kind (a shape timed alone counted as often
+//                              as the models have it), i.e. solves
 //                                sum_i n_i max(F_i / r, M_i) = sum_i n_i T_i  for r
 //                              (n layers of the shape, F FLOPs, M the memory term at the measured
 //                              rates, T the mean time). It is sum nF / sum nT when arithmetic
-//                              binds every shape. Counted once each, ResNet-20's five shapes of
-//                              one layer (the stem, stride-2 and 1x1 shortcut convolutions,
-//                              42-173 GFLOP/s) weighed as much as its three of 5-6 layers
-//                              (148-221 GFLOP/s), and the rate priced its convolutions 18%
-//                              over their own times' sum.
-//                              Each shape is timed in `rounds` passes over all of them and keeps
-//                              its median pass, so a slow moment costs a pass, not a rate;
+//                              binds every layer. Every distinct shape counted once, ResNet-20's
+//                              five shapes of one layer (the stem, stride-2 and 1x1 shortcut
+//                              convolutions, 42-173 GFLOP/s) weighed as much as its three of 5-6
+//                              layers (148-221 GFLOP/s), and the rate priced its convolutions
+//                              18% over their own times' sum. The shapes timed alone also give
+//                              the overlap calibration its compute (calibrate_overlap.h) and
+//                              --per-shape its table;
 //   step variation             compute steps (one forward and backward of every layer shape
 //                              of the chosen models, in order: about as long as their own
 //                              steps) timed one by one: the robust coefficient of
@@ -99,7 +101,10 @@ struct DeviceCalibration {
   std::size_t stream_bytes = 0;                        // the memory benchmarks' buffer
   double memory_read = 0, memory_write = 0;            // bytes/s
   std::array<double, kComputeKinds.size()> compute{};  // FLOP/s per kind
-  std::array<int, kComputeKinds.size()> shapes{};      // shapes measured per kind
+  std::array<int, kComputeKinds.size()> shapes{};      // layers (in_steps) or shapes (alone) per kind
+  // Per kind: its rate was fitted on the chosen models' layers timed inside their steps
+  // (calibrate_in_model.h), else on the shapes timed alone.
+  std::array<bool, kComputeKinds.size()> in_steps{};
   double update = 0;                                   // parameters/s
   double disk_read = 0;                                // bytes/s of this process
   std::vector<ShapeTiming> timings;

@@ -308,21 +308,29 @@ Profile calibrated_profile(const Calibration& c) {
   p.description = fmt::format("dtrain calibrate on {} at {}: {}", c.host, c.date, layout);
   DeviceProfile& d = p.device;
   d.name = fmt::format("{} ({} rank(s) per host x {} thread(s))", cpu_model(), per_host, c.threads);
+  // Where each kind's layers were timed (calibrate_in_model.h, calibrate_compute.h).
+  const auto timed_where = [&](std::size_t k) {
+    return c.device.in_steps[k]
+               ? fmt::format(
+                     "over {} layer(s) of {} at batch {}, each timed inside the model's own training steps "
+                     "(the mean of the steps)",
+                     c.device.shapes[k], models, c.options.device.batch)
+               : fmt::format(
+                     "over {} layer shape(s) of {} at batch {}, each built and timed alone, weighted by the "
+                     "layers that have it, its median of {} timed pass(es)",
+                     c.device.shapes[k], models, c.options.device.batch, c.options.device.rounds);
+  };
   for (std::size_t k = 0; k < kComputeKinds.size(); ++k) {
-    d.compute[k] = q(c.device.compute[k],
-                     fmt::format("roofline rate of {} forward+backward over {} layer shape(s) of {} at batch {}, "
-                                 "each shape weighted by the layers that have it, each shape's median of {} timed "
-                                 "pass(es); {}",
-                                 kComputeKinds[k], c.device.shapes[k], models, c.options.device.batch,
-                                 c.options.device.rounds, layout));
+    d.compute[k] = q(c.device.compute[k], fmt::format("roofline rate of {} forward+backward {}; {}", kComputeKinds[k],
+                                                      timed_where(k), layout));
   }
   if (c.options.device.bf16) {
     const auto rate = [&](std::string_view kind) {
       return q(c.device.bf16[compute_kind_index(kind)],
                fmt::format("roofline rate of {} forward+backward in bf16 (the matrix layers' inputs and weights bf16, "
                            "sums f32; bf16 activations past the first weighted layer: "
-                           "tensor/kernels/cpu/compute_precision.h) over the shapes of {} at batch {}; {}",
-                           kind, models, c.options.device.batch, layout));
+                           "tensor/kernels/cpu/compute_precision.h) {}; {}",
+                           kind, timed_where(compute_kind_index(kind)), layout));
     };
     std::vector<std::pair<std::string, Quantity>> memory_bound;
     for (std::string_view kind : kComputeKinds)
@@ -516,8 +524,8 @@ std::string format_calibration(const Calibration& c, bool per_shape) {
                               c.host, c.date, c.ranks, c.transport.ranks_per_host, c.threads, c.seconds);
   s += fmt::format("  memory          read {}, write {}\n", gbps(c.device.memory_read), gbps(c.device.memory_write));
   for (std::size_t k = 0; k < kComputeKinds.size(); ++k) {
-    s += fmt::format("  {:<15} {:>7.1f} GFLOP/s ({} shapes)\n", kComputeKinds[k], c.device.compute[k] / 1e9,
-                     c.device.shapes[k]);
+    s += fmt::format("  {:<15} {:>7.1f} GFLOP/s ({} {})\n", kComputeKinds[k], c.device.compute[k] / 1e9,
+                     c.device.shapes[k], c.device.in_steps[k] ? "layers in the model's steps" : "shapes timed alone");
   }
   s += fmt::format("  update          {:.0f} M parameters/s\n", c.device.update / 1e6);
   if (c.shared_update > 0) {

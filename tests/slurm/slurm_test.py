@@ -37,9 +37,9 @@ CLUSTER = REPO / "tools" / "slurm" / "cluster.sh"
 JOB = REPO / "tools" / "slurm" / "dtrain-job.sh"
 ROOT = pathlib.Path(tempfile.mkdtemp(prefix="dtrain-slurm-"))
 CONF = ROOT / "cluster"
-RUN = ["train", "--limit", "2048", "--epochs", "3", "--eval-limit", "200", "--threads", "1", "--progress", "lines",
+RUN = ["train", "--limit", "2048", "--epochs", "2", "--eval-limit", "200", "--threads", "1", "--progress", "lines",
        "--allreduce", "ring", "--checkpoint-every", "8", "--slow-rank", "0", "--slow-factor", "6", "--log", ""]
-FINAL = "ckpt-000000000048.safetensors"  # 3 epochs of 16 steps (2048 samples, 64 per rank x 2)
+FINAL = "ckpt-000000000032.safetensors"  # 2 epochs of 16 steps (2048 samples, 64 per rank x 2)
 MPIRUN = ["mpirun", "--oversubscribe", "--bind-to", "none"] + (["--allow-run-as-root"] if os.getuid() == 0 else [])
 ENV = dict(os.environ, SLURM_CONF=str(CONF / "slurm.conf"), OMPI_MCA_rmaps_base_oversubscribe="1")
 

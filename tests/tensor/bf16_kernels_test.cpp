@@ -25,6 +25,7 @@ struct Bf16Case {
   std::int64_t N, C, H, W, O, K, stride, pad;
 };
 
+using testing::OmpThreadsScope;
 using testing::relative_gap;
 using testing::uniform_f32;
 
@@ -112,9 +113,19 @@ TEST(Bf16Linear, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
   std::mt19937 rng(8);
   Backend& fast = cpu_backend();
   Backend& ref = reference_backend();
-  // mlp's layers, lenet's classifier, and odd sizes.
-  for (const auto& [n, in, out] : std::vector<std::array<std::int64_t, 3>>{
-           {64, 784, 512}, {64, 512, 10}, {32, 3136, 1024}, {7, 33, 5}, {1, 16, 3}}) {
+  // mlp's layers, lenet's classifier, and odd sizes; on one thread, and on three, where the wide products of at
+  // most 64 rows run in one block of columns per thread (gemm_bf16.cpp), the last one narrower or wider (784, 300
+  // and 193 outputs: 272, 272, 240; 112, 112, 76; 64, 64, 65).
+  for (const auto& [threads, n, in, out] : std::vector<std::array<std::int64_t, 4>>{{1, 64, 784, 512},
+                                                                                    {1, 64, 512, 10},
+                                                                                    {1, 32, 3136, 1024},
+                                                                                    {1, 7, 33, 5},
+                                                                                    {1, 1, 16, 3},
+                                                                                    {3, 64, 784, 512},
+                                                                                    {3, 64, 1000, 300},
+                                                                                    {3, 64, 1000, 193},
+                                                                                    {3, 7, 33, 5}}) {
+    const OmpThreadsScope on(static_cast<int>(threads));
     const Tensor x = uniform_f32({n, in}, rng), w = uniform_f32({out, in}, rng), b = uniform_f32({out}, rng);
     const Tensor dy = uniform_f32({n, out}, rng);
     Tensor y, y_keeping, dx;
@@ -126,7 +137,7 @@ TEST(Bf16Linear, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
       dx = fast.linear_backward_data(dy, w);
       grads = fast.linear_backward_weights(dy, x, true, {});
     }
-    const std::string what = fmt::format("linear {} x {} -> {}", n, in, out);
+    const std::string what = fmt::format("linear {} x {} -> {} on {} thread(s)", n, in, out, threads);
     const Tensor xr = round_to_bf16(x), wr = round_to_bf16(w), dyr = round_to_bf16(dy);
     EXPECT_LE(relative_gap(y, ref.linear_forward(xr, wr, &b)), 1e-4) << what << " forward";
     EXPECT_LE(relative_gap(dx, ref.linear_backward_data(dyr, wr)), 1e-4) << what << " data";
@@ -141,14 +152,16 @@ TEST(Bf16Linear, EveryPassEqualsTheReferenceOnBf16RoundedInputs) {
 // A bf16 scaled destination (a bf16 wire slot) receives scale * dw rounded to the nearest bf16, the
 // bits of rounding the f32 dw of the same matmul, and is returned as dw; outside bf16 precision, or
 // for an f16 destination, the backend writes f32 as before and leaves it untouched.
+// On three threads, [48, 256] x [256, 4096] runs in one block of columns per thread (gemm_bf16.cpp).
 TEST(Bf16Linear, AScaledBf16DestinationReceivesTheWeightGradientRoundedAsItLeavesTheMatmul) {
   if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
   std::mt19937 rng(12);
   Backend& fast = cpu_backend();
-  for (const auto& [n, in, out] :
-       std::vector<std::array<std::int64_t, 3>>{{64, 3136, 1024}, {256, 784, 512}, {7, 33, 5}, {1, 16, 3}}) {
+  for (const auto& [threads, n, in, out] : std::vector<std::array<std::int64_t, 4>>{
+           {1, 64, 3136, 1024}, {1, 256, 784, 512}, {1, 7, 33, 5}, {1, 1, 16, 3}, {3, 256, 4096, 48}}) {
+    const OmpThreadsScope on(static_cast<int>(threads));
     const Tensor x = uniform_f32({n, in}, rng), dy = uniform_f32({n, out}, rng);
-    const std::string what = fmt::format("linear {} x {} -> {}", n, in, out);
+    const std::string what = fmt::format("linear {} x {} -> {} on {} thread(s)", n, in, out, threads);
     for (const float scale : {0.5f, 0.3f}) {
       Tensor slot = Tensor::zeros({out, in}, DType::kBF16);
       WeightGrads f32, scaled;

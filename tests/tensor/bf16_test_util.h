@@ -1,5 +1,5 @@
-// Shared helpers for the bf16 kernel tests: seeded uniform f32 tensors and the gap between a bf16
-// kernel's result and its reference.
+// Shared helpers for the bf16 kernel tests: seeded uniform f32 tensors, the gap between a bf16
+// kernel's result and its reference, and the OpenMP threads set for a scope.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "core/threads.h"
 #include "tensor/tensor.h"
 
 namespace dtrain::testing {
@@ -32,5 +33,14 @@ inline double relative_gap(const Tensor& got, const Tensor& want) {
   }
   return gap / scale;
 }
+
+// Sets the OpenMP threads for one scope.
+struct OmpThreadsScope {
+  int before = num_threads();
+  explicit OmpThreadsScope(int n) { set_num_threads(n); }
+  ~OmpThreadsScope() { set_num_threads(before); }
+  OmpThreadsScope(const OmpThreadsScope&) = delete;
+  OmpThreadsScope& operator=(const OmpThreadsScope&) = delete;
+};
 
 }  // namespace dtrain::testing

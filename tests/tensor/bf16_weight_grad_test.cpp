@@ -30,14 +30,7 @@ struct GradCase {
 using testing::relative_gap;
 using testing::uniform_f32;
 
-// Sets the OpenMP threads for one scope.
-struct OmpThreadsScope {
-  int before = num_threads();
-  explicit OmpThreadsScope(int n) { set_num_threads(n); }
-  ~OmpThreadsScope() { set_num_threads(before); }
-  OmpThreadsScope(const OmpThreadsScope&) = delete;
-  OmpThreadsScope& operator=(const OmpThreadsScope&) = delete;
-};
+using testing::OmpThreadsScope;
 
 TEST(Bf16WeightGrad, EqualsTheReferenceOnEveryShapeItTakes) {
   if (!cpu::bf16_weight_grad_available()) GTEST_SKIP() << "the kernel does not run on this machine";
