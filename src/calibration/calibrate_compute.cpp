@@ -526,14 +526,17 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
     DT_CHECK(!per_kind[k].empty(), "no {} layer to calibrate", kComputeKinds[k]);
   fit_rates(per_kind, layers_in_steps(o, memory_only), d.compute, d.shapes, d.in_steps);
   if (o.bf16) {
-    // Every layer again in bf16, rounds and medians as above: the matrix layers on the CPU's bf16
-    // dot products, the memory-bound kinds (batch norm, pooling, ReLU, additions) on bf16 data.
+    // Every layer again in bf16: the matrix layers on the CPU's bf16 dot products, the
+    // memory-bound kinds (batch norm, pooling, ReLU, additions) on bf16 data. Inside the chosen
+    // models' steps, and alone (rounds and medians as above) only the shapes of kinds they lack.
     std::optional<ComputePrecisionScope> in_bf16(std::in_place, ComputePrecision::kBF16);
     DeviceProfile memory_bf16 = memory_only;  // the memory floor with the bf16 run's bytes
     memory_bf16.activation_element_bytes = Bf16RunBytes::activation;
     memory_bf16.gradient_element_bytes = Bf16RunBytes::gradient;
+    const KindTimings bf16_in_steps = layers_in_steps(o, memory_bf16);
     KindTimings bf16_kind;
     for (std::size_t i = 0; i < n; ++i) {
+      if (!bf16_in_steps[compute_kind_index(bench.layers()[i].kind)].empty()) continue;
       bench.use_bf16_input(i, true);
       std::vector<double> rounds;
       for (int r = 0; r < o.rounds; ++r) {
@@ -549,7 +552,7 @@ DeviceCalibration calibrate_device(LayerBench& bench, const ComputeCalibrationOp
     }
     std::array<int, kComputeKinds.size()> layers{};
     std::array<bool, kComputeKinds.size()> in_steps{};
-    fit_rates(bf16_kind, layers_in_steps(o, memory_bf16), d.bf16, layers, in_steps);
+    fit_rates(bf16_kind, bf16_in_steps, d.bf16, layers, in_steps);
     in_bf16.reset();
   }
   sync(o);
