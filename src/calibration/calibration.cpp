@@ -313,8 +313,8 @@ Profile calibrated_profile(const Calibration& c) {
     return c.device.in_steps[k]
                ? fmt::format(
                      "over {} layer(s) of {} at batch {}, each timed inside the model's own training steps "
-                     "(the mean of the steps)",
-                     c.device.shapes[k], models, c.options.device.batch)
+                     "(its mean per step in a round, the median of {} rounds)",
+                     c.device.shapes[k], models, c.options.device.batch, c.options.device.rounds)
                : fmt::format(
                      "over {} layer shape(s) of {} at batch {}, each built and timed alone, weighted by the "
                      "layers that have it, its median of {} timed pass(es)",
