@@ -51,7 +51,7 @@ struct Node {
   std::vector<Edge> edges;
   BackwardFn backward;
   // Whether backward takes a bf16 output gradient as it is (the nodes of bf16 activations:
-  // convolution, batch norm, ReLU, addition); the engine widens one to f32 for every other node
+  // convolution, batch norm, ReLU, addition, pooling); the engine widens one to f32 for every other node
   // and every leaf.
   bool reads_bf16_gradient = false;
 };

@@ -29,6 +29,12 @@ struct Pool2dGeometry {
   std::int64_t pad_h = 0, pad_w = 0;
 };
 
+// Whether pooling's backward pass hands each dy element as it is to one dx element: max pooling
+// in windows that do not overlap (the CPU backend's bf16 path keeps that gradient in bf16).
+inline bool routes_gradient_as_is(PoolKind kind, const Pool2dGeometry& g) {
+  return kind == PoolKind::kMax && g.stride_h >= g.kernel_h && g.stride_w >= g.kernel_w;
+}
+
 struct PoolForward {
   Tensor y;
   Tensor workspace;  // backend-specific (argmax of max pooling); may be undefined

@@ -166,25 +166,42 @@ TEST(Bf16Activations, ALinearWeightRoundedOnceGivesTheBitsOfTheF32Weight) {
   expect_same_bits(fast.linear_backward_data(dy, w16), fast.linear_backward_data(dy, w), "backward data");
 }
 
-TEST(Bf16Activations, PoolingKeepsBf16ForwardAndAnF32Backward) {
+// Pooling a bf16 activation writes bf16 forward: the maximum (one of the inputs) or the f32
+// average rounded once. Max pooling in windows that do not overlap writes bf16 backward too: the
+// f32 path's dx rounded to bf16, from an f32 dy or the same dy rounded (each dx element is one dy
+// element). Averages and overlapping windows keep an f32 backward, with the f32 path's bits.
+TEST(Bf16Activations, MaxPoolingInSeparateWindowsKeepsBf16BothWays) {
   if (!cpu_has_bf16()) GTEST_SKIP() << "this CPU has no bf16 dot products";
   Backend& fast = cpu_backend();
   std::mt19937 rng(11);
+  Pool2dGeometry overlapping;  // ResNet-50's: 3x3, stride 2, padding 1
+  overlapping.kernel_h = overlapping.kernel_w = 3;
+  overlapping.pad_h = overlapping.pad_w = 1;
   for (const std::int64_t channels : {16, 6}) {
     const Activation x = activation({2, channels, 8, 8}, rng, cpu_activation_layout(channels));
-    const Pool2dGeometry g;  // 2x2, stride 2
-    const Tensor dy = random_tensor({2, channels, 4, 4}, rng, x.f32.layout());
-    for (const PoolKind kind : {PoolKind::kMax, PoolKind::kAvg}) {
-      const std::string what =
-          fmt::format("{} pooling, {} channels", kind == PoolKind::kMax ? "max" : "average", channels);
-      const InBf16 bf16;
-      const PoolForward f16 = fast.pool2d_forward(x.bf16, kind, g), f32 = fast.pool2d_forward(x.f32, kind, g);
-      EXPECT_EQ(f16.y.dtype(), DType::kBF16) << what;
-      // The maximum of bf16 values is one of them; the average is the f32 one rounded once.
-      expect_same_bits(f16.y, kind == PoolKind::kMax ? f32.y : round_to_bf16(f32.y), what + " forward");
-      const Tensor dx = fast.pool2d_backward(dy, x.bf16, f16, kind, g);
-      EXPECT_EQ(dx.dtype(), DType::kF32) << what;
-      expect_same_bits(dx, fast.pool2d_backward(dy, x.f32, f32, kind, g), what + " backward");
+    for (const Pool2dGeometry& g : {Pool2dGeometry{}, overlapping}) {
+      const bool overlap = g.kernel_h == 3;
+      const Tensor dy = random_tensor({2, channels, 4, 4}, rng, x.f32.layout());
+      for (const PoolKind kind : {PoolKind::kMax, PoolKind::kAvg}) {
+        const std::string what =
+            fmt::format("{} pooling, {} channels, {} windows", kind == PoolKind::kMax ? "max" : "average", channels,
+                        overlap ? "overlapping" : "separate");
+        const PoolForward f32 = fast.pool2d_forward(x.f32, kind, g);
+        const Tensor dx32 = fast.pool2d_backward(dy, x.f32, f32, kind, g);
+        const InBf16 bf16;
+        const PoolForward f16 = fast.pool2d_forward(x.bf16, kind, g);
+        EXPECT_EQ(f16.y.dtype(), DType::kBF16) << what;
+        expect_same_bits(f16.y, kind == PoolKind::kMax ? f32.y : round_to_bf16(f32.y), what + " forward");
+        const Tensor dx = fast.pool2d_backward(dy, x.bf16, f16, kind, g);
+        const bool routed = kind == PoolKind::kMax && !overlap;
+        EXPECT_EQ(dx.dtype(), routed ? DType::kBF16 : DType::kF32) << what;
+        EXPECT_EQ(dx.layout(), x.bf16.layout()) << what;
+        expect_same_bits(dx, routed ? round_to_bf16(dx32) : dx32, what + " backward");
+        if (!routed) continue;
+        const Tensor dx_of_bf16 = fast.pool2d_backward(dy.to(DType::kBF16), x.bf16, f16, kind, g);
+        EXPECT_EQ(dx_of_bf16.dtype(), DType::kBF16) << what;
+        expect_same_bits(dx_of_bf16, dx, what + " backward of a bf16 dy");
+      }
     }
   }
 }
