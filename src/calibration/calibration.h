@@ -91,6 +91,13 @@ Calibration calibrate(CommWorker* worker, CalibrationOptions options);
 // with the slowest, so it waits for the shared ones: E[max of p draws] (6.5-6.9 ms there).
 double turn_taking(const Calibration& c);
 
+// Whether rank 0's host ran more compute threads than it has CPUs, with compute steps timed: the
+// ranks took turns, and turn_taking prices it.
+bool took_turns(const Calibration& c);
+
+// c.turn_blocks in percent, for the profile's source and the report.
+std::vector<double> turn_percentages(const Calibration& c);
+
 // The turns of each block of unsynchronised steps from its mean step and its expected slowest
 // (both averaged over the ranks), max(0, slowest / mean - 1), into c.turn_blocks; steps_alone
 // the blocks' mean step and steps_slowest that x (1 + the median block's turns): a block that met
@@ -102,7 +109,8 @@ void set_turns(Calibration& c, const std::vector<double>& alone, const std::vect
 // the disk), network when the ranks spanned hosts.
 Profile calibrated_profile(const Calibration& c);
 
-// What was measured, for the terminal: per-kind rates with their shapes, links, the rest.
+// What was measured, for the terminal: per-kind rates with their shapes, links, the rest
+// (calibration_report.cpp).
 std::string format_calibration(const Calibration& c, bool per_shape);
 
 }  // namespace dtrain::perf

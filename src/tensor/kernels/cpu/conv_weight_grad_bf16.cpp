@@ -13,6 +13,10 @@
 #include "tensor/kernels/cpu/dnnl_util.h"
 
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
+// GCC 12 reports its own _mm512_undefined_* helpers as maybe-uninitialized when inlined.
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #define DTRAIN_BF16_WEIGHT_GRAD 1
 #endif
