@@ -299,7 +299,6 @@ KindTimings layers_in_steps(const ComputeCalibrationOptions& o, const DeviceProf
 
 // Each kind's rate from its layers inside the chosen models' steps where they have that kind, else
 // from the layers timed alone (the default models' layers of a kind the chosen ones lack); `counts`:
-// the layers or shapes each rate was fitted on.
 // the layers or shapes each rate was fitted on, and whether they were timed inside the steps.
 void fit_rates(const KindTimings& alone, const KindTimings& in_steps, std::array<double, kComputeKinds.size()>& rates,
                std::array<int, kComputeKinds.size()>& counts, std::array<bool, kComputeKinds.size()>& timed_in_steps) {

@@ -70,4 +70,11 @@ void round_to_bf16(const float* src, std::uint16_t* dst, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) dst[i] = bf16_rounded(src[i]);
 }
 
+Tensor as_bf16(const Tensor& t) {
+  if (t.dtype() == DType::kBF16) return t;
+  Tensor out = Tensor::empty(t.shape(), DType::kBF16, t.device(), t.layout());
+  round_to_bf16(t.data<float>(), static_cast<std::uint16_t*>(out.raw_data()), t.numel());
+  return out;
+}
+
 }  // namespace dtrain

@@ -63,5 +63,7 @@ inline std::uint16_t bf16_rounded(float f) {
 // (a convolution's output gradient), at the memory's rate where oneDNN's reorder ran at a third
 // of it on some shapes.
 void round_to_bf16(const float* src, std::uint16_t* dst, std::int64_t n);
+// t (f32 or bf16, in its layout) as bf16: itself, or a new tensor of its elements rounded so.
+Tensor as_bf16(const Tensor& t);
 
 }  // namespace dtrain

@@ -62,9 +62,7 @@ Tensor CpuBackend::linear_forward(const Tensor& x_in, const Tensor& w, const Ten
 
 Tensor CpuBackend::linear_weight_operand(const Tensor& w) {
   if (compute_precision() != ComputePrecision::kBF16 || !is_f32(w) || w.dim() != 2) return w;
-  Tensor w16 = Tensor::empty(w.shape(), DType::kBF16);
-  round_to_bf16(w.data<float>(), static_cast<std::uint16_t*>(w16.raw_data()), w.numel());
-  return w16;
+  return as_bf16(w);
 }
 
 Tensor CpuBackend::linear_backward_data(const Tensor& dy, const Tensor& w) {

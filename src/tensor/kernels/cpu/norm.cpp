@@ -38,14 +38,6 @@ CacheKey norm_key(OpTag op, const Tensor& x, double eps) {
 // Whether x is bf16 data that the bf16 kernels take as it is (in bf16 compute precision only).
 bool in_bf16(const Tensor& x) { return x.dtype() == DType::kBF16 && compute_precision() == ComputePrecision::kBF16; }
 
-// t (in its layout) as bf16: itself, or rounded to the nearest bf16 (round_to_bf16).
-Tensor as_bf16(const Tensor& t) {
-  if (t.dtype() == DType::kBF16) return t;
-  Tensor out = Tensor::empty(t.shape(), DType::kBF16, t.device(), t.layout());
-  round_to_bf16(t.data<float>(), static_cast<std::uint16_t*>(out.raw_data()), t.numel());
-  return out;
-}
-
 const normalization_flags kScaleShift = normalization_flags::use_scale | normalization_flags::use_shift;
 
 dnnl::batch_normalization_forward::primitive_desc training_pd(const memory::desc& md, double eps) {

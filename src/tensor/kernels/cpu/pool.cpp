@@ -4,8 +4,8 @@
 // pass handed a workspace it does not recognise recomputes the forward pass. Average pooling
 // divides by the full window, padding included (pooling_avg_include_padding). A bf16 activation
 // (Backend::relu_forward_activation) pools in bf16 to a bf16 output (exact for max pooling; for
-// average pooling the rounding that its bf16 consumer would do). Max pooling in windows that do
-// not overlap also runs its backward pass in bf16 precision in bf16, from dy rounded to bf16, in
+// average pooling the rounding that its bf16 consumer would do). In bf16 precision, max pooling
+// in windows that do not overlap also runs its backward pass in bf16, from dy rounded to bf16, in
 // half the bytes each way (LeNet's first pooling: 6.4 MB of f32 dx a step at batch 64). It routes
 // each dy element as it is to one dx element, and every node that makes a bf16 activation
 // (convolution, batch norm, ReLU, addition, pooling) reads its gradient in bf16 or rounds it to
@@ -113,12 +113,7 @@ Tensor CpuBackend::pool2d_backward(const Tensor& dy_in, const Tensor& x, const P
     return PoolBwdEntry{pd.diff_src_desc(), pd.diff_dst_desc(), pd.workspace_desc(), pd.scratchpad_desc(),
                         dnnl::pooling_backward(pd)};
   });
-  Tensor dy = dy_in.to_layout(layout);
-  if (in_bf16 && dy.dtype() == DType::kF32) {
-    Tensor rounded = Tensor::empty(dy.shape(), DType::kBF16, Device::cpu(), layout);
-    round_to_bf16(dy.data<float>(), static_cast<std::uint16_t*>(rounded.raw_data()), dy.numel());
-    dy = std::move(rounded);
-  }
+  const Tensor dy = in_bf16 ? as_bf16(dy_in.to_layout(layout)) : dy_in.to_layout(layout);
   Tensor dx = Tensor::empty(x.shape(), in_bf16 ? DType::kBF16 : DType::kF32, Device::cpu(), layout);
   std::unordered_map<int, memory> args{{DNNL_ARG_DIFF_DST, cpu::mem(e->diff_dst, dy)},
                                        {DNNL_ARG_DIFF_SRC, cpu::mem(e->diff_src, dx)}};
@@ -126,8 +121,8 @@ Tensor CpuBackend::pool2d_backward(const Tensor& dy_in, const Tensor& x, const P
   Tensor ws;
   if (ws_bytes > 0) {
     ws = fwd.workspace;
-    // The forward ran elsewhere (reference kernels), or on a bf16 x in f32 precision, whose
-    // workspace may have another format than the f32 primitive's.
+    // The forward ran elsewhere (reference kernels), or on a bf16 x while this backward runs the
+    // f32 primitive, whose workspace may have another format.
     const bool ws_fits = x.dtype() == DType::kF32 || in_bf16 ||
                          forward_entry(d, layout, kind, g, pool_type_of(x))->workspace == e->workspace;
     if (!ws_fits || !ws.defined() || ws.dtype() != DType::kF32 || ws.nbytes() < ws_bytes) {
